@@ -1,0 +1,307 @@
+"""The ``memstrata`` command line (click + rich).
+
+An entry point: it alone (with the servers) reads ``$MEMSTRATA_HOME`` and
+``memstrata.toml``, then calls the library with explicit arguments. A
+``MemstrataError`` becomes one line on stderr and exit status 1; usage
+errors exit 2 (click's convention).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from . import __version__
+from .config import load_settings, resolve_root
+from .demo import run_demo
+from .doctor import Level, diagnose
+from .errors import MemstrataError
+from .memory import Memory
+from .model import Item, Source
+from .workspace import Workspace, init_workspace
+
+__all__ = ["cli", "main"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+console = Console(highlight=False)
+
+
+class _Group(click.Group):
+    """Turns library errors into one line on stderr instead of a traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except MemstrataError as exc:
+            raise click.ClickException(str(exc)) from exc
+
+
+def workspace_options(func: F) -> F:
+    """``--workspace`` and ``--group``, accepted by every command."""
+    func = click.option(
+        "--group",
+        "-g",
+        default=None,
+        metavar="NAME",
+        help="Use the workspace of this group (ROOT/groups/NAME).",
+    )(func)
+    func = click.option(
+        "--workspace",
+        "-w",
+        default=None,
+        metavar="PATH",
+        help="Workspace root. Default: $MEMSTRATA_HOME, else ~/.memstrata/workspace.",
+    )(func)
+    return func
+
+
+def json_option(func: F) -> F:
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON.")(func)
+
+
+def _locate(workspace: str | None, group: str | None) -> Workspace:
+    return Workspace.locate(resolve_root(workspace), group)
+
+
+@contextmanager
+def _memory(workspace: str | None, group: str | None) -> Iterator[Memory]:
+    ws = _locate(workspace, group)
+    ws.require()
+    settings = load_settings(ws.path)
+    with Memory.open(ws.root, ws.group, create=False, **settings) as memory:
+        yield memory
+
+
+def _print_json(data: Any) -> None:
+    click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+
+
+def _item_table(items: list[Item]) -> Table:
+    table = Table(show_edge=False, pad_edge=False)
+    for column in ("id", "category", "text", "source", "session", "created"):
+        table.add_column(column, overflow="fold" if column == "text" else "ellipsis")
+    for item in items:
+        text = item.text if item.is_live else f"[strike]{item.text}[/strike]"
+        table.add_row(
+            item.id,
+            item.category,
+            text,
+            item.source.value,
+            item.session or "",
+            item.created_at.strftime("%Y-%m-%d %H:%M"),
+        )
+    return table
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="memstrata")
+def cli() -> None:
+    """memstrata: layered, local-first memory for LLM agents."""
+
+
+@cli.command()
+@workspace_options
+@json_option
+def init(workspace: str | None, group: str | None, as_json: bool) -> None:
+    """Create the workspace layout (never overwrites a file)."""
+    ws = _locate(workspace, group)
+    created = init_workspace(ws)
+    with Memory.open(ws.root, ws.group, **load_settings(ws.path)):
+        pass
+    if as_json:
+        _print_json({"workspace": str(ws.path), "created": created})
+        return
+    if created:
+        console.print(f"Initialised memstrata workspace at [bold]{ws.path}[/bold]")
+        for name in created:
+            console.print(f"  created {name}")
+    else:
+        console.print(f"Workspace at [bold]{ws.path}[/bold] is already complete")
+
+
+@cli.command()
+@workspace_options
+@json_option
+def status(workspace: str | None, group: str | None, as_json: bool) -> None:
+    """Counts, journal position and anything that needed repair."""
+    with _memory(workspace, group) as memory:
+        report = memory.status()
+    if as_json:
+        _print_json(report.to_dict())
+        return
+    table = Table.grid(padding=(0, 2))
+    for name, value in report.to_dict().items():
+        if name != "notices":
+            table.add_row(name.replace("_", " "), str(value if value is not None else "-"))
+    console.print(table)
+    for notice in report.notices:
+        console.print(f"[yellow]notice:[/yellow] {notice}")
+
+
+@cli.command(name="list")
+@workspace_options
+@click.option("--limit", "-n", type=click.IntRange(min=0), default=None, help="At most N items.")
+@click.option("--session", "-s", default=None, help="Only items from this session.")
+@click.option("--category", "-c", default=None, help="Only items of this category.")
+@click.option("--all", "include_all", is_flag=True, help="Include superseded items.")
+@json_option
+def list_items(
+    workspace: str | None,
+    group: str | None,
+    limit: int | None,
+    session: str | None,
+    category: str | None,
+    include_all: bool,
+    as_json: bool,
+) -> None:
+    """Long-term items, newest first."""
+    with _memory(workspace, group) as memory:
+        items = memory.list(
+            limit=limit, session=session, category=category, include_superseded=include_all
+        )
+    if as_json:
+        _print_json([item.to_dict() for item in items])
+    elif items:
+        console.print(_item_table(items))
+    else:
+        console.print("No items.")
+
+
+@cli.command()
+@workspace_options
+@click.argument("item_id", metavar="ID")
+@json_option
+def get(workspace: str | None, group: str | None, item_id: str, as_json: bool) -> None:
+    """Show one item with all its metadata."""
+    with _memory(workspace, group) as memory:
+        item = memory.get(item_id)
+    if as_json:
+        _print_json(item.to_dict())
+        return
+    for name, value in item.to_dict().items():
+        console.print(f"[bold]{name}[/bold]: {value if value is not None else '-'}")
+
+
+@cli.command()
+@workspace_options
+@click.argument("text")
+@click.option("--category", "-c", default=None, help="Category (section of MEMORY.md).")
+@click.option("--session", "-s", default=None, help="Session the fact came from.")
+@click.option(
+    "--source",
+    type=click.Choice([member.value for member in Source]),
+    default=Source.USER.value,
+    show_default=True,
+    help="Who the fact comes from.",
+)
+@json_option
+def remember(
+    workspace: str | None,
+    group: str | None,
+    text: str,
+    category: str | None,
+    session: str | None,
+    source: str,
+    as_json: bool,
+) -> None:
+    """Store TEXT as a long-term fact (durable when the command returns)."""
+    with _memory(workspace, group) as memory:
+        item = memory.remember(text, category=category, session=session, source=source)
+    if as_json:
+        _print_json(item.to_dict())
+    elif item.hits:
+        console.print(f"Already remembered as {item.id} (now seen {item.hits + 1} times)")
+    else:
+        console.print(f"Remembered {item.id} [{item.category}] {item.text}", markup=False)
+
+
+@cli.command()
+@workspace_options
+@click.argument("item_id", metavar="ID")
+@json_option
+def delete(workspace: str | None, group: str | None, item_id: str, as_json: bool) -> None:
+    """Forget the item with this ID for good."""
+    with _memory(workspace, group) as memory:
+        item = memory.forget(item_id)
+    if as_json:
+        _print_json(item.to_dict())
+    else:
+        console.print(f"Deleted {item.id}: {item.text}", markup=False)
+
+
+@cli.command()
+@workspace_options
+def flush(workspace: str | None, group: str | None) -> None:
+    """Write MEMORY.md and the snapshot now and empty the journal."""
+    with _memory(workspace, group) as memory:
+        memory.flush()
+        report = memory.status()
+    console.print(f"Flushed: {report.items} item(s) at lsn {report.lsn}")
+
+
+@cli.command()
+@workspace_options
+@click.option(
+    "--max-items",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Keep at most N items, newest first (default: the max_items setting; 0 = no cap).",
+)
+@json_option
+def compact(workspace: str | None, group: str | None, max_items: int | None, as_json: bool) -> None:
+    """De-duplicate long-term memory and enforce the item cap."""
+    with _memory(workspace, group) as memory:
+        result = memory.compact(max_items=max_items)
+    if as_json:
+        _print_json({"removed": result.removed, "kept": result.kept})
+    else:
+        console.print(f"Compacted: removed {result.removed}, kept {result.kept}")
+
+
+_STYLE = {Level.OK: "green", Level.INFO: "cyan", Level.WARN: "yellow", Level.ERROR: "red"}
+
+
+@cli.command()
+@workspace_options
+@json_option
+def doctor(workspace: str | None, group: str | None, as_json: bool) -> None:
+    """Check the workspace and say what is wrong in plain words (read-only)."""
+    ws = _locate(workspace, group)
+    findings = diagnose(ws)
+    failed = any(finding.level is Level.ERROR for finding in findings)
+    if as_json:
+        _print_json({"workspace": str(ws.path), "findings": [f.to_dict() for f in findings]})
+    else:
+        for finding in findings:
+            style = _STYLE[finding.level]
+            console.print(
+                f"[{style}]{finding.level.value:>5}[/{style}]  [bold]{finding.check}[/bold]: "
+                f"{finding.message}"
+            )
+    if failed:
+        sys.exit(1)
+
+
+@cli.command()
+@click.option(
+    "--keep",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Build the demo workspace here (a new folder) and keep it.",
+)
+def demo(keep: Path | None) -> None:
+    """Walk a short scripted conversation through the engine and show what it kept."""
+    run_demo(console, keep)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    cli(prog_name="memstrata")

@@ -1,0 +1,90 @@
+"""Settings, and where they come from.
+
+The library takes explicit arguments (``Memory.open(path, **settings)``);
+only entry points (the CLI, later the servers) call ``resolve_root`` and
+``load_settings`` to read ``$MEMSTRATA_HOME`` and ``memstrata.toml``.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from .errors import InvalidInput
+
+__all__ = ["CONFIG_FILE", "ENV_HOME", "Settings", "load_settings", "resolve_root"]
+
+ENV_HOME = "MEMSTRATA_HOME"
+CONFIG_FILE = "memstrata.toml"
+DEFAULT_HOME = Path("~/.memstrata/workspace")
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Tunables of one open workspace (see templates/memstrata.toml for meaning)."""
+
+    flush_every_updates: int = 20
+    flush_interval_seconds: float = 5.0
+    checkpoint_every_updates: int = 1000
+    checkpoint_interval_seconds: float = 30.0
+    max_items: int = 0
+    lock_timeout_seconds: float = 30.0
+
+    def __post_init__(self) -> None:
+        for spec in fields(self):
+            value = getattr(self, spec.name)
+            wanted = float if spec.type in ("float", float) else int
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise InvalidInput(f"setting {spec.name} must be a number, not {value!r}")
+            if wanted is int and not isinstance(value, int):
+                raise InvalidInput(f"setting {spec.name} must be a whole number, not {value!r}")
+            if value < 0:
+                raise InvalidInput(f"setting {spec.name} must not be negative, not {value!r}")
+        if self.flush_every_updates < 1 or self.checkpoint_every_updates < 1:
+            raise InvalidInput("flush_every_updates and checkpoint_every_updates must be >= 1")
+
+    @classmethod
+    def from_mapping(cls, values: dict[str, Any]) -> Settings:
+        """Settings from keyword values; unknown names are an ``InvalidInput``."""
+        known = {spec.name for spec in fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise InvalidInput(
+                f"unknown setting {', '.join(unknown)}; known: {', '.join(sorted(known))}"
+            )
+        return cls(**values)
+
+
+def resolve_root(workspace: str | os.PathLike[str] | None) -> Path:
+    """``--workspace`` if given, else ``$MEMSTRATA_HOME``, else ``~/.memstrata/workspace``."""
+    if workspace is not None and str(workspace):
+        return Path(workspace).expanduser()
+    env = os.environ.get(ENV_HOME)
+    if env:
+        return Path(env).expanduser()
+    return DEFAULT_HOME.expanduser()
+
+
+def load_settings(workspace: Path) -> dict[str, Any]:
+    """The ``[memory]`` table of ``workspace/memstrata.toml`` (empty if absent)."""
+    path = workspace / CONFIG_FILE
+    try:
+        with open(path, "rb") as handle:
+            data = tomllib.load(handle)
+    except FileNotFoundError:
+        return {}
+    except tomllib.TOMLDecodeError as exc:
+        raise InvalidInput(f"{path}: not valid TOML: {exc}") from exc
+    except OSError as exc:
+        raise InvalidInput(f"{path}: cannot read: {exc.strerror}") from exc
+    section = data.get("memory", {})
+    if not isinstance(section, dict):
+        raise InvalidInput(f"{path}: [memory] must be a table")
+    try:
+        Settings.from_mapping(section)  # validate now, with the file named in the error
+    except InvalidInput as exc:
+        raise InvalidInput(f"{path}: {exc}") from exc
+    return dict(section)

@@ -1,0 +1,240 @@
+"""``doctor``: a read-only health check of a workspace, in plain words.
+
+Nothing here changes a file: it reports what ``Memory.open`` would repair
+(torn journal tail, corrupt snapshot, hand edits) and what needs a person
+(quarantined bytes, a bad settings file, a missing layout).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from .config import load_settings
+from .errors import MemstrataError
+from .files import TEMP_MARK, list_quarantine
+from .journal import scan
+from .lock import lock_holder
+from .store import markdown
+from .store.longterm import Snapshot
+from .workspace import Workspace
+
+__all__ = ["Finding", "Level", "diagnose"]
+
+
+class Level(StrEnum):
+    OK = "ok"
+    INFO = "info"
+    WARN = "warn"
+    ERROR = "error"
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One observation: how bad, about what, and what to do."""
+
+    level: Level
+    check: str
+    message: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"level": self.level.value, "check": self.check, "message": self.message}
+
+
+def diagnose(workspace: Workspace) -> list[Finding]:
+    """Every finding about ``workspace``, most basic first."""
+    if not workspace.exists():
+        return [
+            Finding(
+                Level.ERROR,
+                "workspace",
+                f"no memstrata workspace at {workspace.path}; create it with `memstrata init`",
+            )
+        ]
+    if not os.access(workspace.path, os.R_OK | os.W_OK | os.X_OK):
+        return [Finding(Level.ERROR, "workspace", f"{workspace.path} is not readable and writable")]
+    findings = [
+        _layout(workspace),
+        _settings(workspace),
+        _lock(workspace),
+        *_journal(workspace),
+        *_snapshot_and_markdown(workspace),
+        *_quarantine(workspace),
+        *_leftovers(workspace),
+    ]
+    return findings
+
+
+def _layout(ws: Workspace) -> Finding:
+    missing = ws.missing()
+    if missing:
+        return Finding(
+            Level.WARN,
+            "layout",
+            f"missing {', '.join(missing)}; `memstrata init` creates them and touches nothing else",
+        )
+    return Finding(Level.OK, "layout", "all layer folders and files are present")
+
+
+def _settings(ws: Workspace) -> Finding:
+    try:
+        values = load_settings(ws.path)
+    except MemstrataError as exc:
+        return Finding(Level.ERROR, "settings", f"{exc}; fix the file or delete it for defaults")
+    shown = ", ".join(f"{k}={v}" for k, v in sorted(values.items())) or "defaults"
+    return Finding(Level.OK, "settings", f"memstrata.toml is valid ({shown})")
+
+
+def _lock(ws: Workspace) -> Finding:
+    holder = lock_holder(ws.lock)
+    if holder is None:
+        return Finding(Level.OK, "lock", "no writer holds the workspace")
+    return Finding(
+        Level.INFO, "lock", f"a writer holds the workspace now (pid {holder}); that is normal"
+    )
+
+
+def _journal(ws: Workspace) -> list[Finding]:
+    if not ws.journal.exists():
+        return [Finding(Level.OK, "journal", "no journal yet (nothing written since init)")]
+    result = scan(ws.journal)
+    findings = []
+    base = result.header.get("lsn", 0)
+    findings.append(
+        Finding(
+            Level.OK,
+            "journal",
+            f"{len(result.records)} record(s) after checkpoint lsn {base} wait for the next "
+            "checkpoint",
+        )
+    )
+    for problem in result.problems:
+        if problem.kind == "torn":
+            findings.append(
+                Finding(
+                    Level.WARN,
+                    "journal",
+                    f"the last record ({len(problem.data)} bytes at byte {problem.offset}) is "
+                    "incomplete: a writer was killed mid-write before acknowledging it; the "
+                    "next open moves it to the quarantine",
+                )
+            )
+        else:
+            findings.append(
+                Finding(
+                    Level.ERROR,
+                    "journal",
+                    f"record at byte {problem.offset} is corrupt ({problem.reason}); it is "
+                    "skipped and moved to the quarantine at the next checkpoint",
+                )
+            )
+    return findings
+
+
+def _snapshot_and_markdown(ws: Workspace) -> list[Finding]:
+    findings = []
+    snapshot = None
+    if ws.snapshot.exists():
+        try:
+            snapshot = Snapshot.load(ws.snapshot)
+        except MemstrataError as exc:
+            findings.append(
+                Finding(
+                    Level.ERROR,
+                    "snapshot",
+                    f"{exc}; the next open moves it to the quarantine and rebuilds the items "
+                    "from MEMORY.md (metadata such as hits and sessions is lost)",
+                )
+            )
+        else:
+            live = sum(1 for item in snapshot.items.values() if item.is_live)
+            findings.append(
+                Finding(
+                    Level.OK,
+                    "snapshot",
+                    f"{live} live and {len(snapshot.items) - live} superseded item(s) at lsn "
+                    f"{snapshot.lsn}",
+                )
+            )
+    if not ws.memory_md.exists():
+        if snapshot is not None and snapshot.items:
+            findings.append(
+                Finding(
+                    Level.WARN,
+                    "MEMORY.md",
+                    "missing; the next open renders it again from the snapshot",
+                )
+            )
+        return findings
+    data = ws.memory_md.read_bytes()
+    parsed = markdown.parse(data)
+    for bad in parsed.bad:
+        findings.append(
+            Finding(
+                Level.WARN,
+                "MEMORY.md",
+                f"line {bad.line_no} is not valid UTF-8; the next open moves it to the quarantine",
+            )
+        )
+    if snapshot is not None and snapshot.markdown is not None:
+        if snapshot.markdown.matches(ws.memory_md):
+            findings.append(
+                Finding(Level.OK, "MEMORY.md", f"{len(parsed.lines)} fact line(s), as rendered")
+            )
+        else:
+            findings.append(
+                Finding(
+                    Level.INFO,
+                    "MEMORY.md",
+                    f"edited by hand since the last checkpoint ({len(parsed.lines)} fact "
+                    "line(s)); the next open takes the edits in",
+                )
+            )
+    return findings
+
+
+def _quarantine(ws: Workspace) -> list[Finding]:
+    entries = list_quarantine(ws.quarantine)
+    if not entries:
+        return [Finding(Level.OK, "quarantine", "empty")]
+    findings = [
+        Finding(
+            Level.WARN,
+            "quarantine",
+            f"quarantined: {len(entries)} piece(s) of unreadable data were set aside, "
+            f"byte for byte, in {ws.quarantine}",
+        )
+    ]
+    for entry in entries:
+        findings.append(
+            Finding(
+                Level.WARN,
+                "quarantine",
+                f"quarantined {entry.stored} ({entry.size} bytes) from {entry.original}: "
+                f"{entry.reason}; to restore, repair the bytes and append them back to "
+                f"{entry.original}, then delete the quarantined copy",
+            )
+        )
+    return findings
+
+
+def _leftovers(ws: Workspace) -> list[Finding]:
+    temps = [
+        entry.name
+        for folder in (ws.path, ws.path / "memory", ws.system)
+        if folder.is_dir()
+        for entry in folder.iterdir()
+        if TEMP_MARK in entry.name
+    ]
+    if not temps:
+        return []
+    return [
+        Finding(
+            Level.INFO,
+            "files",
+            f"{len(temps)} temporary file(s) from an interrupted write ({', '.join(temps[:3])}); "
+            "the next open removes them",
+        )
+    ]

@@ -1,0 +1,144 @@
+"""Durable file primitives: atomic replace, durable append, quarantine.
+
+Invariants:
+
+* ``atomic_write`` never leaves a half-written file at ``path``: the bytes go
+  to a unique temporary file in the same directory, which is fsynced, renamed
+  over ``path`` and followed by an fsync of the directory. A reader sees the
+  old content or the new, never a mix; after return the new content survives
+  a crash. A crash before the rename leaves only a ``.tmp-*`` file, which
+  ``sweep_temp_files`` removes on the next open.
+* ``quarantine_bytes`` keeps every byte it is given (nothing is dropped) in
+  ``.memstrata/quarantine/`` and records why in ``INDEX.jsonl`` there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from .errors import StorageError
+from .model import now
+
+__all__ = [
+    "QuarantineEntry",
+    "atomic_write",
+    "fsync_dir",
+    "list_quarantine",
+    "quarantine_bytes",
+    "storage_errors",
+    "sweep_temp_files",
+]
+
+TEMP_MARK = ".tmp-"
+
+
+@contextmanager
+def storage_errors(what: str) -> Iterator[None]:
+    """Turn an ``OSError`` inside the block into a one-line ``StorageError``."""
+    try:
+        yield
+    except StorageError:
+        raise
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        target = f" {exc.filename}" if exc.filename else ""
+        raise StorageError(f"cannot {what}:{target}: {reason}") from exc
+
+
+def fsync_dir(path: Path) -> None:
+    """Make a rename or a new file inside ``path`` durable."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
+    """Replace ``path`` with ``data`` atomically (see the module invariants)."""
+    temp = path.with_name(f"{path.name}{TEMP_MARK}{os.getpid()}-{secrets.token_hex(4)}")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        if durable:
+            os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        temp.unlink(missing_ok=True)
+        raise
+    os.close(fd)
+    try:
+        os.replace(temp, path)
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
+    if durable:
+        fsync_dir(path.parent)
+
+
+def sweep_temp_files(directory: Path) -> list[Path]:
+    """Remove temporary files a crashed ``atomic_write`` left in ``directory``."""
+    removed = []
+    if directory.is_dir():
+        for entry in directory.iterdir():
+            if TEMP_MARK in entry.name and entry.is_file():
+                entry.unlink(missing_ok=True)
+                removed.append(entry)
+    return removed
+
+
+@dataclass(frozen=True, slots=True)
+class QuarantineEntry:
+    """One thing moved aside: where it came from, where it is, and why."""
+
+    original: str
+    stored: str
+    reason: str
+    at: str
+    size: int
+
+
+def quarantine_bytes(quarantine_dir: Path, original: str, data: bytes, reason: str) -> Path:
+    """Keep ``data`` (from ``original``, workspace-relative) aside with a reason."""
+    quarantine_dir.mkdir(parents=True, exist_ok=True)
+    stamp = now().strftime("%Y%m%dT%H%M%S")
+    safe = original.replace("/", "__")
+    target = quarantine_dir / f"{stamp}-{secrets.token_hex(3)}-{safe}"
+    atomic_write(target, data)
+    entry = QuarantineEntry(
+        original=original,
+        stored=target.name,
+        reason=reason,
+        at=now().isoformat(),
+        size=len(data),
+    )
+    line = json.dumps(asdict(entry), ensure_ascii=False)
+    with open(quarantine_dir / "INDEX.jsonl", "a", encoding="utf-8") as index:
+        index.write(line + "\n")
+        index.flush()
+        os.fsync(index.fileno())
+    return target
+
+
+def list_quarantine(quarantine_dir: Path) -> list[QuarantineEntry]:
+    """What the quarantine holds, oldest first (unreadable index lines are skipped)."""
+    index = quarantine_dir / "INDEX.jsonl"
+    if not index.exists():
+        return []
+    entries = []
+    for line in index.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            data = json.loads(line)
+            entries.append(QuarantineEntry(**data))
+        except (ValueError, TypeError):
+            continue
+    return entries

@@ -1,0 +1,125 @@
+"""The writer lock of one workspace, shared by threads and processes.
+
+Invariants:
+
+* At most one holder at a time per workspace across processes
+  (``fcntl.flock`` on ``.memstrata/lock``; the kernel drops it when the
+  holder dies, so a killed writer never leaves the workspace locked).
+* Re-entrant inside one ``WorkspaceLock`` object: nested ``with lock:`` in
+  the same thread does not deadlock; other threads wait.
+* While held, the file holds the holder's pid (for ``doctor``); the pid is
+  informative only, the kernel lock is the truth.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import threading
+import time
+from pathlib import Path
+from types import TracebackType
+
+from .errors import Conflict
+
+__all__ = ["WorkspaceLock", "lock_holder"]
+
+_POLL_SECONDS = 0.002
+
+
+class WorkspaceLock:
+    """Exclusive writer lock; use as a context manager."""
+
+    def __init__(self, path: Path, *, timeout: float = 30.0) -> None:
+        self.path = path
+        self.timeout = timeout
+        self._thread_lock = threading.RLock()
+        self._depth = 0
+        self._fd: int | None = None
+        self._closed = False
+
+    def __enter__(self) -> WorkspaceLock:
+        self.acquire()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.release()
+
+    @property
+    def held(self) -> bool:
+        """True while this object holds the lock (in any thread)."""
+        return self._depth > 0
+
+    def acquire(self) -> None:
+        """Take the lock, waiting at most ``timeout`` seconds."""
+        if not self._thread_lock.acquire(timeout=self.timeout):
+            raise Conflict(f"workspace is busy in this process for over {self.timeout:g}s")
+        if self._closed:
+            self._thread_lock.release()
+            raise Conflict(f"the lock of {self.path.parent.parent} was closed")
+        if self._depth == 0:
+            try:
+                self._take_file_lock()
+            except BaseException:
+                self._thread_lock.release()
+                raise
+        self._depth += 1
+
+    def release(self) -> None:
+        """Give the lock back (the outermost release frees it for others)."""
+        self._depth -= 1
+        if self._depth == 0 and self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+        self._thread_lock.release()
+
+    def close(self) -> None:
+        """Close the lock file (the lock must not be held); later acquires fail."""
+        self._closed = True
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def _take_file_lock(self) -> None:
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        deadline = time.monotonic() + self.timeout
+        delay = _POLL_SECONDS
+        while True:
+            try:
+                fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    holder = lock_holder(self.path)
+                    who = f" (held by pid {holder})" if holder else ""
+                    raise Conflict(
+                        f"workspace is locked by another writer{who} "
+                        f"for more than {self.timeout:g}s: {self.path.parent.parent}"
+                    ) from None
+                time.sleep(delay)
+                delay = min(delay * 2, 0.05)
+        os.ftruncate(self._fd, 0)
+        os.pwrite(self._fd, f"{os.getpid()}\n".encode(), 0)
+
+
+def lock_holder(path: Path) -> int | None:
+    """The pid of the process holding the lock at ``path``, or None if free."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+            return int(text) if text.isdigit() else -1
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)

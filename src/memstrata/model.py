@@ -1,0 +1,204 @@
+"""Value types shared by every layer: long-term items, sources, categories.
+
+Values are frozen dataclasses; a change makes a new value (``replace``).
+Text rules live here so that every writer (API, CLI, a hand edit of
+MEMORY.md) agrees on what one fact is:
+
+* a fact is one line: line breaks and control characters become spaces,
+  and the ends are stripped (``clean_text``);
+* two facts are duplicates when their ``normalize_text`` forms are equal
+  (Unicode NFKC, case-folded, whitespace collapsed, trailing punctuation and
+  surrounding quotes dropped);
+* a category is a short one-line label; the known ones have a fixed key and
+  a display title, so that MEMORY.md section headings map back to the same
+  category (``normalize_category``).
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import unicodedata
+from dataclasses import asdict, dataclass, replace
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+from .errors import InvalidInput
+
+__all__ = [
+    "ARCHIVE_TITLE",
+    "CATEGORY_TITLES",
+    "DEFAULT_CATEGORY",
+    "Item",
+    "Source",
+    "category_title",
+    "clean_text",
+    "new_item_id",
+    "normalize_category",
+    "normalize_text",
+    "now",
+]
+
+MAX_TEXT_CHARS = 4000
+MAX_CATEGORY_CHARS = 64
+ID_PATTERN = re.compile(r"m[0-9a-z]{8}")
+_ID_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"  # Crockford base32, lower case
+
+
+class Source(StrEnum):
+    """Who a memory came from; decides how far it is trusted."""
+
+    USER = "user"
+    AGENT = "agent"
+    TOOL = "tool"
+    IMPORT = "import"
+
+
+DEFAULT_CATEGORY = "fact"
+
+# Known categories in the order MEMORY.md shows them: key -> section title.
+CATEGORY_TITLES: dict[str, str] = {
+    "proper_noun": "Names",
+    "preference": "Preferences",
+    "decision": "Decisions",
+    "fact": "Facts",
+    "remember": "Reminders",
+    "specific_value": "Dates and values",
+    "correction": "Corrections",
+    "project": "Projects",
+    "lesson": "Lessons",
+}
+ARCHIVE_TITLE = "Superseded"
+_TITLE_TO_KEY = {title.casefold(): key for key, title in CATEGORY_TITLES.items()}
+_RESERVED = {ARCHIVE_TITLE.casefold(), "archive"}
+
+# Everything str.splitlines() treats as a line break, plus other C0/C1 controls.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
+_SPACES = re.compile(r"\s+")
+_HEADING_MARKS = re.compile(r"^[#\s]+|[#\s]+$")
+_TRAILING = re.compile(r"[\s.!?;:,…。！？]+$")
+_QUOTES = "\"'`«»“”‘’「」"
+
+
+def now() -> datetime:
+    """The current time, timezone-aware UTC (every stored time is UTC)."""
+    return datetime.now(UTC)
+
+
+def clean_text(text: str) -> str:
+    """Make ``text`` one storable line, or raise ``InvalidInput``."""
+    if not isinstance(text, str):
+        raise InvalidInput(f"text must be a string, not {type(text).__name__}")
+    line = _CONTROL.sub(" ", text).strip()
+    if not line:
+        raise InvalidInput("text is empty")
+    if len(line) > MAX_TEXT_CHARS:
+        raise InvalidInput(f"text is {len(line)} characters; the limit is {MAX_TEXT_CHARS}")
+    return line
+
+
+def normalize_text(text: str) -> str:
+    """The form two facts are compared in for de-duplication."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    folded = _SPACES.sub(" ", _CONTROL.sub(" ", folded)).strip()
+    folded = _TRAILING.sub("", folded).strip(_QUOTES + " ")
+    return folded
+
+
+def normalize_category(category: str | None) -> str:
+    """Canonical key of a category name or section title."""
+    if category is None:
+        return DEFAULT_CATEGORY
+    if not isinstance(category, str):
+        raise InvalidInput(f"category must be a string, not {type(category).__name__}")
+    name = _HEADING_MARKS.sub("", _SPACES.sub(" ", _CONTROL.sub(" ", category)))
+    if not name:
+        return DEFAULT_CATEGORY
+    if len(name) > MAX_CATEGORY_CHARS:
+        raise InvalidInput(f"category is longer than {MAX_CATEGORY_CHARS} characters")
+    folded = name.casefold()
+    if folded in _RESERVED:
+        raise InvalidInput(f"category {name!r} is reserved for superseded items")
+    if folded in CATEGORY_TITLES:
+        return folded
+    return _TITLE_TO_KEY.get(folded, name)
+
+
+def category_title(category: str) -> str:
+    """The MEMORY.md section title of a category key."""
+    return CATEGORY_TITLES.get(category, category)
+
+
+def new_item_id() -> str:
+    """A short random id (``m`` + 8 base32 characters, 40 random bits)."""
+    return "m" + "".join(secrets.choice(_ID_ALPHABET) for _ in range(8))
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """One long-term memory: a fact with a stable id, provenance and validity."""
+
+    id: str
+    text: str
+    category: str = DEFAULT_CATEGORY
+    source: Source = Source.USER
+    session: str | None = None
+    created_at: datetime = datetime.min.replace(tzinfo=UTC)
+    updated_at: datetime = datetime.min.replace(tzinfo=UTC)
+    hits: int = 0
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    superseded_by: str | None = None
+
+    @property
+    def is_live(self) -> bool:
+        """True while the item is valid (not superseded or expired)."""
+        return self.valid_to is None
+
+    @property
+    def key(self) -> str:
+        """The de-duplication key of the text."""
+        return normalize_text(self.text)
+
+    def evolve(self, **changes: Any) -> Item:
+        """A copy with ``changes`` applied."""
+        return replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (times as ISO 8601 strings)."""
+        data = asdict(self)
+        data["source"] = self.source.value
+        for name in ("created_at", "updated_at", "valid_from", "valid_to"):
+            value = data[name]
+            data[name] = value.isoformat() if value is not None else None
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Item:
+        """Inverse of ``to_dict``; raises ``InvalidInput`` on a malformed record."""
+        try:
+            return cls(
+                id=str(data["id"]),
+                text=str(data["text"]),
+                category=str(data.get("category") or DEFAULT_CATEGORY),
+                source=Source(data.get("source", "user")),
+                session=data.get("session"),
+                created_at=_parse_time(data["created_at"]),
+                updated_at=_parse_time(data["updated_at"]),
+                hits=int(data.get("hits", 0)),
+                valid_from=_parse_optional_time(data.get("valid_from")),
+                valid_to=_parse_optional_time(data.get("valid_to")),
+                superseded_by=data.get("superseded_by"),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InvalidInput(f"malformed memory item: {exc}") from exc
+
+
+def _parse_time(value: Any) -> datetime:
+    parsed = datetime.fromisoformat(value)
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
+
+
+def _parse_optional_time(value: Any) -> datetime | None:
+    return None if value is None else _parse_time(value)

@@ -1,0 +1,1 @@
+"""Canonical stores of memory layers (files first; indexes are derived)."""

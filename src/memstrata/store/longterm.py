@@ -1,0 +1,305 @@
+"""Long-term memory held in RAM, checkpointed to MEMORY.md and a snapshot.
+
+Files (both written with ``atomic_write``, MEMORY.md first):
+
+* ``MEMORY.md`` -- what a person reads and edits (``store.markdown``).
+* ``memory/LTM_SNAPSHOT.json`` -- every item with all its metadata, the
+  journal lsn the checkpoint covers, and the fingerprint (size, mtime, inode,
+  sha256) of the MEMORY.md rendered from exactly those items.
+
+Invariants:
+
+* RAM is the state; files are checkpoints of it. ``apply`` is the only way a
+  journal record changes RAM, and applying the same record twice is harmless
+  (puts carry the whole item, deletes are by id).
+* A MEMORY.md whose fingerprint differs from the one recorded at the last
+  checkpoint was edited by hand. ``plan_hand_edits`` turns the difference
+  between the file and the items it was rendered from into put/delete
+  changes, which the caller journals like any other write -- so a hand edit
+  is never overwritten and never applied twice.
+* A snapshot that cannot be read is the caller's to quarantine; the items are
+  then rebuilt from MEMORY.md (``items_from_markdown``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from ..errors import Corrupt, InvalidInput
+from ..journal import Record
+from ..model import ID_PATTERN, Item, Source, new_item_id, normalize_text
+from . import markdown
+
+__all__ = [
+    "Change",
+    "Fingerprint",
+    "LongTermStore",
+    "Snapshot",
+    "items_from_markdown",
+    "plan_hand_edits",
+]
+
+SNAPSHOT_FORMAT = 1
+OP_PUT = "ltm.put"
+OP_DELETE = "ltm.del"
+
+
+@dataclass(frozen=True, slots=True)
+class Fingerprint:
+    """Identity of one rendered MEMORY.md; a mismatch means a hand edit."""
+
+    size: int
+    mtime_ns: int
+    inode: int
+    sha256: str
+
+    @classmethod
+    def of(cls, path: Path, data: bytes) -> Fingerprint:
+        st = os.stat(path)
+        return cls(st.st_size, st.st_mtime_ns, st.st_ino, hashlib.sha256(data).hexdigest())
+
+    def matches(self, path: Path) -> bool:
+        """True when ``path`` still holds what this fingerprint describes."""
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            return False
+        if (st.st_size, st.st_mtime_ns, st.st_ino) == (self.size, self.mtime_ns, self.inode):
+            return True
+        if st.st_size != self.size:
+            return False
+        return hashlib.sha256(path.read_bytes()).hexdigest() == self.sha256
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "size": self.size,
+            "mtime_ns": self.mtime_ns,
+            "inode": self.inode,
+            "sha256": self.sha256,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Fingerprint | None:
+        if not isinstance(data, dict):
+            return None
+        try:
+            return cls(
+                int(data["size"]), int(data["mtime_ns"]), int(data["inode"]), str(data["sha256"])
+            )
+        except (KeyError, TypeError, ValueError):
+            return None
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """A loaded LTM_SNAPSHOT.json."""
+
+    lsn: int
+    markdown: Fingerprint | None
+    items: dict[str, Item]
+
+    @classmethod
+    def load(cls, path: Path) -> Snapshot:
+        """Read a snapshot; ``Corrupt`` if it is not one."""
+        try:
+            data = json.loads(path.read_bytes())
+            if not isinstance(data, dict) or data.get("format") != SNAPSHOT_FORMAT:
+                raise ValueError(f"unknown snapshot format {data.get('format')!r}")
+            items = {}
+            for raw in data["items"]:
+                item = Item.from_dict(raw)
+                items[item.id] = item
+            return cls(int(data["lsn"]), Fingerprint.from_dict(data.get("markdown")), items)
+        except (ValueError, KeyError, TypeError, InvalidInput) as exc:
+            raise Corrupt(f"{path.name} is not a readable snapshot: {exc}") from exc
+
+    @staticmethod
+    def encode(lsn: int, markdown: Fingerprint, items: Iterable[Item]) -> bytes:
+        body = {
+            "format": SNAPSHOT_FORMAT,
+            "lsn": lsn,
+            "markdown": markdown.to_dict(),
+            "items": [item.to_dict() for item in items],
+        }
+        return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One planned mutation: put ``item`` or delete ``delete_id``, and why."""
+
+    reason: str
+    item: Item | None = None
+    delete_id: str | None = None
+
+
+@dataclass
+class LongTermStore:
+    """The RAM state of long-term memory (not thread-safe; the caller locks)."""
+
+    items: dict[str, Item] = field(default_factory=dict)
+    lsn: int = 0
+    _by_key: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._reindex()
+
+    def _reindex(self) -> None:
+        self._by_key = {item.key: item.id for item in self._ordered() if item.is_live}
+
+    def _ordered(self) -> Iterator[Item]:
+        return iter(sorted(self.items.values(), key=lambda item: (item.updated_at, item.id)))
+
+    def reset(self, items: dict[str, Item], lsn: int) -> None:
+        """Replace the whole state (after loading a snapshot)."""
+        self.items = items
+        self.lsn = lsn
+        self._reindex()
+
+    def apply(self, record: Record) -> None:
+        """Apply one journal record (ignored unless it is newer than the state)."""
+        if record.lsn <= self.lsn:
+            return
+        self.lsn = record.lsn
+        if record.op == OP_PUT:
+            self._put(Item.from_dict(record.data["item"]))
+        elif record.op == OP_DELETE:
+            for item_id in record.data["ids"]:
+                self._drop(item_id)
+
+    def _put(self, item: Item) -> None:
+        self._drop(item.id)
+        self.items[item.id] = item
+        if item.is_live:
+            self._by_key[item.key] = item.id
+
+    def _drop(self, item_id: str) -> None:
+        old = self.items.pop(item_id, None)
+        if old is not None and self._by_key.get(old.key) == item_id:
+            del self._by_key[old.key]
+
+    def find_live(self, text: str) -> Item | None:
+        """The live item whose normalized text equals that of ``text``."""
+        item_id = self._by_key.get(normalize_text(text))
+        return self.items.get(item_id) if item_id else None
+
+    def unused_id(self) -> str:
+        """A fresh id no item has."""
+        return _fresh(self.items)
+
+    def render(self) -> bytes:
+        return markdown.render(self.items.values()).encode()
+
+
+def items_from_markdown(data: bytes, *, at: datetime) -> tuple[dict[str, Item], list[str]]:
+    """Rebuild items from MEMORY.md alone (snapshot lost); returns items and notes."""
+    items: dict[str, Item] = {}
+    seen: set[str] = set()
+    parsed = markdown.parse(data)
+    for line in parsed.lines:
+        if normalize_text(line.text) in seen and not line.archived:
+            continue
+        item_id = line.item_id if line.item_id and line.item_id not in items else None
+        item = Item(
+            id=item_id or _fresh(items),
+            text=line.text,
+            category=line.category or "fact",
+            source=Source.IMPORT,
+            created_at=at,
+            updated_at=at,
+            valid_from=at,
+            valid_to=at if line.archived else None,
+        )
+        items[item.id] = item
+        if item.is_live:
+            seen.add(item.key)
+    notes = [f"MEMORY.md line {bad.line_no} is not valid UTF-8" for bad in parsed.bad]
+    return items, notes
+
+
+def _fresh(items: dict[str, Item]) -> str:
+    while True:
+        candidate = new_item_id()
+        if candidate not in items:
+            return candidate
+
+
+def plan_hand_edits(
+    parsed: markdown.ParsedMemory,
+    base: dict[str, Item],
+    current: LongTermStore,
+    *,
+    at: datetime,
+) -> list[Change]:
+    """Changes that carry a hand-edited MEMORY.md into ``current``.
+
+    ``base`` holds the items the file was last rendered from: a line equal to
+    its base form was not touched by hand and changes nothing (even if the
+    journal has moved the item on since). Lines without an id are new facts
+    (source user) unless a live fact says the same; ids that were rendered but
+    are gone from the file were deleted by hand. Undecodable lines that still
+    show an id keep their item (nothing is deleted because of corruption).
+    """
+    changes: list[Change] = []
+    seen_ids: set[str] = {bad.item_id for bad in parsed.bad if bad.item_id}
+    new_keys: set[str] = set()
+    for line in parsed.lines:
+        item_id = line.item_id if line.item_id not in seen_ids else None
+        reference = base.get(item_id) if item_id else None
+        existing = current.items.get(item_id) if item_id else None
+        if item_id:
+            seen_ids.add(item_id)
+        if existing is None and reference is not None:
+            continue  # deleted since the file was rendered: the deletion stands
+        if existing is None:
+            key = normalize_text(line.text)
+            if line.archived or key in new_keys or current.find_live(line.text) is not None:
+                continue
+            new_keys.add(key)
+            item_id = item_id if item_id and ID_PATTERN.fullmatch(item_id) else None
+            changes.append(Change("hand_edit", item=_new_line_item(line, item_id, current, at)))
+            continue
+        was = reference or existing
+        edited = _edit(existing, was, line, at)
+        if edited is not None:
+            changes.append(Change("hand_edit", item=edited))
+    for item_id in base.keys() - seen_ids:
+        if item_id in current.items:
+            changes.append(Change("hand_delete", delete_id=item_id))
+    return changes
+
+
+def _new_line_item(
+    line: markdown.MemoryLine, item_id: str | None, current: LongTermStore, at: datetime
+) -> Item:
+    return Item(
+        id=item_id or current.unused_id(),
+        text=line.text,
+        category=line.category or "fact",
+        source=Source.USER,
+        created_at=at,
+        updated_at=at,
+        valid_from=at,
+    )
+
+
+def _edit(existing: Item, was: Item, line: markdown.MemoryLine, at: datetime) -> Item | None:
+    changes: dict[str, Any] = {}
+    if line.text != was.text and line.text != existing.text:
+        changes["text"] = line.text
+    if not line.archived and line.category != was.category and line.category != existing.category:
+        changes["category"] = line.category
+    if line.archived != (not was.is_live) and line.archived == existing.is_live:
+        changes["valid_to"] = at if line.archived else None
+        if not line.archived:
+            changes["superseded_by"] = None
+    if not changes:
+        return None
+    return existing.evolve(updated_at=at, **changes)

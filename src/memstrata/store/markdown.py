@@ -1,0 +1,146 @@
+"""MEMORY.md: the canonical, human-editable form of long-term memory.
+
+Layout::
+
+    # MEMORY.md -- Long-Term Memory
+
+    <!-- memstrata: ... -->
+
+    ## Preferences
+    - I prefer dark mode ^m4k9x2q7a
+
+    ## Superseded
+    - ~~My name is Sarvar~~ ^m0c3v8n1r
+
+One fact per list line; the ``^id`` at the end (an Obsidian-style block id)
+is the item's stable id. The section heading is the category; superseded
+items are struck through in the last section. Everything else (the title,
+comments, blank lines, paragraphs) is ignored on parse, so a person can
+annotate freely. ``parse(render(items))`` gives back every item's id, text,
+category (live items) and live/superseded state.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from ..model import (
+    ARCHIVE_TITLE,
+    CATEGORY_TITLES,
+    DEFAULT_CATEGORY,
+    ID_PATTERN,
+    Item,
+    category_title,
+    normalize_category,
+)
+
+__all__ = ["BadLine", "MemoryLine", "ParsedMemory", "parse", "render"]
+
+TITLE = "# MEMORY.md -- Long-Term Memory"
+GUIDE = (
+    "<!-- memstrata: one fact per line; the ^id at the end of a line is its stable id.\n"
+    "     Edit, add (no id needed), move between sections or delete lines by hand:\n"
+    "     memstrata picks the change up the next time it opens this workspace. -->"
+)
+_ITEM = re.compile(r"^\s{0,3}[-*+]\s+(?P<body>.*?)\s*$")
+_BLOCK_ID = re.compile(r"^(?P<text>.*?)\s+\^(?P<id>" + ID_PATTERN.pattern + r")$")
+_HEADING = re.compile(r"^\s{0,3}(?P<marks>#{1,6})\s+(?P<title>.*?)\s*#*\s*$")
+_STRIKE = "~~"
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryLine:
+    """One fact line as found in the file."""
+
+    line_no: int
+    text: str
+    item_id: str | None
+    category: str | None  # None for a line in the Superseded section
+    archived: bool
+
+
+@dataclass(frozen=True, slots=True)
+class BadLine:
+    """A line whose bytes are not valid UTF-8 (kept for quarantine)."""
+
+    line_no: int
+    raw: bytes
+    item_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedMemory:
+    """Everything ``parse`` found."""
+
+    lines: list[MemoryLine]
+    bad: list[BadLine]
+
+
+def _order(items: Iterable[Item]) -> list[Item]:
+    return sorted(items, key=lambda item: (item.created_at, item.id))
+
+
+def render(items: Iterable[Item]) -> str:
+    """The MEMORY.md text for ``items`` (deterministic for a given set)."""
+    live: dict[str, list[Item]] = {}
+    archived: list[Item] = []
+    for item in items:
+        if item.is_live:
+            live.setdefault(item.category, []).append(item)
+        else:
+            archived.append(item)
+    known = [key for key in CATEGORY_TITLES if key in live]
+    custom = sorted(key for key in live if key not in CATEGORY_TITLES)
+    out = [TITLE, "", GUIDE, ""]
+    for key in known + custom:
+        out.append(f"## {category_title(key)}")
+        out.extend(f"- {item.text} ^{item.id}" for item in _order(live[key]))
+        out.append("")
+    if archived:
+        out.append(f"## {ARCHIVE_TITLE}")
+        out.extend(f"- {_STRIKE}{item.text}{_STRIKE} ^{item.id}" for item in _order(archived))
+        out.append("")
+    return "\n".join(out)
+
+
+def parse(data: bytes) -> ParsedMemory:
+    """Fact lines of a MEMORY.md file; undecodable lines are reported, not dropped."""
+    lines: list[MemoryLine] = []
+    bad: list[BadLine] = []
+    category: str | None = DEFAULT_CATEGORY
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        try:
+            line = raw.decode("utf-8").rstrip("\r")
+        except UnicodeDecodeError:
+            found = _BLOCK_ID.match(raw.decode("utf-8", "replace").strip())
+            bad.append(BadLine(number, raw, found.group("id") if found else None))
+            continue
+        heading = _HEADING.match(line)
+        if heading:
+            if len(heading.group("marks")) >= 2:
+                category = _section(heading.group("title"))
+            continue
+        entry = _ITEM.match(line)
+        if entry is None or not entry.group("body"):
+            continue
+        body = entry.group("body")
+        found = _BLOCK_ID.match(body)
+        item_id = found.group("id") if found else None
+        text = found.group("text").strip() if found else body
+        archived = category is None
+        if archived and len(text) > 2 * len(_STRIKE) and text.startswith(_STRIKE):
+            text = text.removeprefix(_STRIKE).removesuffix(_STRIKE)
+        if text:
+            lines.append(MemoryLine(number, text, item_id, category, archived))
+    return ParsedMemory(lines, bad)
+
+
+def _section(title: str) -> str | None:
+    if title.casefold() in (ARCHIVE_TITLE.casefold(), "archive"):
+        return None
+    try:
+        return normalize_category(title)
+    except ValueError:
+        return DEFAULT_CATEGORY
