@@ -355,6 +355,8 @@ class Memory:
             self._notice(*notes)
         for record in self._journal.open(base_lsn=self._store.lsn):
             self._store.apply(record)
+        # A rebuilt store starts below the journal's base: never let lsn go back.
+        self._store.lsn = max(self._store.lsn, self._journal.last_lsn)
         for problem in self._journal.problems:
             self._notice(f"journal: {problem.kind} record at byte {problem.offset} set aside")
         changed = False
@@ -364,7 +366,7 @@ class Memory:
             else:
                 self._notice("MEMORY.md was missing; it is rendered again from the snapshot")
                 changed = True
-        if rebuilt or changed or self._journal.take_corrupt():
+        if snapshot is None or changed or self._journal.take_corrupt():
             self._checkpoint()
 
     def _read_snapshot(self) -> Snapshot | None:
@@ -380,11 +382,12 @@ class Memory:
             return None
 
     def _fold_hand_edits(self, base: dict[str, Item]) -> bool:
-        """Journal and apply the hand edits of MEMORY.md; True if there were any."""
+        """Journal and apply the hand edits of MEMORY.md; True if the file was edited."""
         path = self.workspace.memory_md
         if self._markdown is not None and self._markdown.matches(path):
             return False
-        parsed = markdown.parse(path.read_bytes())
+        fingerprint, data = Fingerprint.read(path)
+        parsed = markdown.parse(data)
         for bad in parsed.bad:
             self._quarantine("MEMORY.md", bad.raw, f"line {bad.line_no} is not valid UTF-8")
             self._notice(f"MEMORY.md line {bad.line_no} is not valid UTF-8; set aside")
@@ -394,7 +397,8 @@ class Memory:
         if changes:
             self._journal.sync()
             self._notice(f"MEMORY.md was edited by hand: {len(changes)} change(s) taken in")
-        return bool(changes or parsed.bad) or self._markdown is None
+        self._markdown = fingerprint  # taken in: the next checkpoint must not read it again
+        return True  # the file must be rendered again, or the same edit is read twice
 
     def _write_change(self, change: Change) -> None:
         if change.item is not None:

@@ -62,8 +62,17 @@ class Fingerprint:
 
     @classmethod
     def of(cls, path: Path, data: bytes) -> Fingerprint:
+        """The fingerprint of ``path``, which was just written with ``data``."""
         st = os.stat(path)
         return cls(st.st_size, st.st_mtime_ns, st.st_ino, hashlib.sha256(data).hexdigest())
+
+    @classmethod
+    def read(cls, path: Path) -> tuple[Fingerprint, bytes]:
+        """Read ``path``; stat first, so a later change never matches the result."""
+        st = os.stat(path)
+        data = path.read_bytes()
+        sha = hashlib.sha256(data).hexdigest()
+        return cls(st.st_size, st.st_mtime_ns, st.st_ino, sha), data
 
     def matches(self, path: Path) -> bool:
         """True when ``path`` still holds what this fingerprint describes."""

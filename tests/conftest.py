@@ -1,0 +1,30 @@
+"""Shared fixtures: every test runs with its own $MEMSTRATA_HOME."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from memstrata import Memory
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """No test may touch the real ~/.memstrata."""
+    home = tmp_path / "home-workspace"
+    monkeypatch.setenv("MEMSTRATA_HOME", str(home))
+    return home
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    """Path of a fresh (not yet created) workspace."""
+    return tmp_path / "ws"
+
+
+@pytest.fixture
+def memory(ws: Path) -> Iterator[Memory]:
+    with Memory.open(ws) as opened:
+        yield opened

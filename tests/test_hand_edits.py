@@ -1,0 +1,113 @@
+"""A person edits MEMORY.md by hand: the edit is taken in, never overwritten."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from memstrata import Memory, Source
+
+
+def _edit(ws: Path, old: str, new: str) -> None:
+    path = ws / "MEMORY.md"
+    text = path.read_text(encoding="utf-8")
+    assert old in text, f"{old!r} not in MEMORY.md"
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+
+
+def _seed(ws: Path) -> dict[str, str]:
+    with Memory.open(ws) as memory:
+        ids = {
+            "name": memory.remember("My name is Bobur", category="proper_noun").id,
+            "tea": memory.remember("I like green tea", category="preference").id,
+            "db": memory.remember("Use PostgreSQL for billing", category="decision").id,
+        }
+    return ids
+
+
+def test_a_new_line_without_id_becomes_a_user_fact(ws: Path) -> None:
+    _seed(ws)
+    _edit(ws, "## Preferences\n", "## Preferences\n- I like short answers\n")
+    with Memory.open(ws) as memory:
+        [added] = [i for i in memory.list() if i.text == "I like short answers"]
+        assert added.category == "preference"
+        assert added.source is Source.USER
+        assert any("edited by hand" in notice for notice in memory.notices)
+    assert f"- I like short answers ^{added.id}" in (ws / "MEMORY.md").read_text()
+
+
+def test_changed_text_keeps_the_id(ws: Path) -> None:
+    ids = _seed(ws)
+    _edit(ws, "I like green tea", "I like black tea")
+    with Memory.open(ws) as memory:
+        assert memory.get(ids["tea"]).text == "I like black tea"
+
+
+def test_a_deleted_line_forgets_the_item(ws: Path) -> None:
+    ids = _seed(ws)
+    _edit(ws, f"- Use PostgreSQL for billing ^{ids['db']}\n", "")
+    with Memory.open(ws) as memory:
+        assert ids["db"] not in {item.id for item in memory.list()}
+        assert len(memory.list()) == 2
+
+
+def test_moving_a_line_changes_its_category(ws: Path) -> None:
+    ids = _seed(ws)
+    line = f"- I like green tea ^{ids['tea']}\n"
+    _edit(ws, line, "")
+    _edit(ws, "## Decisions\n", "## Decisions\n" + line)
+    with Memory.open(ws) as memory:
+        assert memory.get(ids["tea"]).category == "decision"
+
+
+def test_moving_a_line_to_superseded_retires_it(ws: Path) -> None:
+    ids = _seed(ws)
+    line = f"- My name is Bobur ^{ids['name']}\n"
+    _edit(ws, line, "")
+    text = (ws / "MEMORY.md").read_text()
+    (ws / "MEMORY.md").write_text(text + "\n## Superseded\n" + line)
+    with Memory.open(ws) as memory:
+        item = memory.get(ids["name"])
+        assert not item.is_live
+        assert ids["name"] not in {i.id for i in memory.list()}
+        assert ids["name"] in {i.id for i in memory.list(include_superseded=True)}
+    assert f"- ~~My name is Bobur~~ ^{ids['name']}" in (ws / "MEMORY.md").read_text()
+
+
+def test_an_edit_made_while_a_process_is_running_survives_its_next_checkpoint(ws: Path) -> None:
+    ids = _seed(ws)
+    with Memory.open(ws) as memory:
+        written = memory.remember("written by the agent before the edit")
+        _edit(ws, "I like green tea", "I like jasmine tea")
+        _edit(ws, "## Names\n", "## Names\n- My cat is Tom\n")
+        memory.flush()
+        assert memory.get(ids["tea"]).text == "I like jasmine tea"
+        assert memory.get(written.id).text == written.text  # not taken as a hand delete
+        assert "My cat is Tom" in {item.text for item in memory.list()}
+    text = (ws / "MEMORY.md").read_text()
+    assert "I like jasmine tea" in text and "My cat is Tom ^m" in text
+    assert written.text in text
+
+
+def test_a_deletion_by_the_api_is_not_undone_by_a_stale_file(ws: Path) -> None:
+    ids = _seed(ws)
+    with Memory.open(ws) as memory:
+        memory.forget(ids["db"])
+        _edit(ws, "I like green tea", "I like oolong tea")  # the file still shows the db line
+        memory.flush()
+        assert ids["db"] not in {item.id for item in memory.list()}
+        assert memory.get(ids["tea"]).text == "I like oolong tea"
+
+
+def test_the_same_edit_is_taken_in_once(ws: Path) -> None:
+    _seed(ws)
+    _edit(ws, "## Preferences\n", "## Preferences\n- I like short answers\n")
+    for _ in range(3):
+        with Memory.open(ws) as memory:
+            assert [i.text for i in memory.list()].count("I like short answers") == 1
+
+
+def test_a_duplicate_line_added_by_hand_is_not_stored_twice(ws: Path) -> None:
+    _seed(ws)
+    _edit(ws, "## Preferences\n", "## Preferences\n- i like GREEN tea.\n")
+    with Memory.open(ws) as memory:
+        assert len(memory.list()) == 3

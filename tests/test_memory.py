@@ -1,0 +1,218 @@
+"""The Memory facade: remember, forget, list, compact, status, settings."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from memstrata import CompactResult, InvalidInput, Memory, NotFound, Source
+from memstrata.store import markdown
+
+
+def test_open_creates_the_layered_layout(ws: Path) -> None:
+    with Memory.open(ws):
+        pass
+    for name in (
+        "core/AGENT.md",
+        "core/USER.md",
+        "core/SOUL.md",
+        "working/WORKING_MEMORY.md",
+        "MEMORY.md",
+        "memory",
+        "semantic/facts.md",
+        "notes/inbox",
+        "notes/zettel",
+        "notes/maps",
+        "sessions",
+        "summaries",
+        ".memstrata/journal.wal",
+        "memstrata.toml",
+    ):
+        assert (ws / name).exists(), name
+
+
+def test_open_without_create_needs_an_initialised_workspace(ws: Path) -> None:
+    with pytest.raises(NotFound, match="memstrata init"):
+        Memory.open(ws, create=False)
+
+
+def test_open_on_a_file_is_invalid_input(tmp_path: Path) -> None:
+    target = tmp_path / "file"
+    target.write_text("x")
+    with pytest.raises(InvalidInput, match="not a folder"):
+        Memory.open(target)
+
+
+def test_groups_live_under_the_root(ws: Path) -> None:
+    with Memory.open(ws, group="team-a") as memory:
+        memory.remember("team fact")
+    assert (ws / "groups" / "team-a" / "MEMORY.md").read_text().count("team fact") == 1
+    with pytest.raises(InvalidInput, match="group name"):
+        Memory.open(ws, group="../escape")
+
+
+def test_unknown_setting_is_named(ws: Path) -> None:
+    with pytest.raises(InvalidInput, match="unknown setting flush_evry"):
+        Memory.open(ws, flush_evry=3)
+    with pytest.raises(InvalidInput, match="must be a whole number"):
+        Memory.open(ws, flush_every_updates=2.5)
+
+
+def test_remember_is_visible_to_another_open_before_any_checkpoint(ws: Path) -> None:
+    with Memory.open(ws) as writer:
+        item = writer.remember("I prefer dark mode", category="preference", session="s1")
+        assert "dark mode" not in (ws / "MEMORY.md").read_text()  # not checkpointed yet
+        with Memory.open(ws) as reader:
+            assert reader.get(item.id) == item
+    assert f"- I prefer dark mode ^{item.id}" in (ws / "MEMORY.md").read_text()
+
+
+def test_duplicates_are_stored_once_and_counted(memory: Memory) -> None:
+    first = memory.remember("I prefer dark mode")
+    again = memory.remember("  i PREFER dark mode. ")
+    assert again.id == first.id
+    assert again.hits == 1
+    assert again.text == first.text
+    assert [item.id for item in memory.list()] == [first.id]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"text": ""}, "empty"),
+        ({"text": "x", "source": "robot"}, "source must be one of"),
+        ({"text": "x", "category": "Superseded"}, "reserved"),
+        ({"text": "x", "session": 7}, "session must be a string"),
+    ],
+)
+def test_remember_rejects_bad_input(
+    memory: Memory, kwargs: dict[str, object], message: str
+) -> None:
+    with pytest.raises(InvalidInput, match=message):
+        memory.remember(**kwargs)  # type: ignore[arg-type]
+
+
+def test_forget_deletes_for_good(ws: Path) -> None:
+    with Memory.open(ws) as memory:
+        keep = memory.remember("keep me")
+        drop = memory.remember("drop me")
+        assert memory.forget(drop.id) == drop
+        with pytest.raises(NotFound, match=drop.id):
+            memory.get(drop.id)
+        with pytest.raises(NotFound):
+            memory.forget(drop.id)
+    with Memory.open(ws) as memory:
+        assert [item.id for item in memory.list()] == [keep.id]
+    assert "drop me" not in (ws / "MEMORY.md").read_text()
+
+
+def test_get_accepts_the_block_id_form(memory: Memory) -> None:
+    item = memory.remember("fact")
+    assert memory.get(f"^{item.id}") == item
+    with pytest.raises(InvalidInput):
+        memory.get("  ")
+
+
+def test_list_filters_and_orders_newest_first(memory: Memory) -> None:
+    a = memory.remember("a", category="preference", session="s1")
+    b = memory.remember("b", category="decision", session="s2", source=Source.AGENT)
+    c = memory.remember("c", category="preference", session="s1")
+    assert [i.id for i in memory.list()] == [c.id, b.id, a.id]
+    assert [i.id for i in memory.list(category="Preferences")] == [c.id, a.id]
+    assert [i.id for i in memory.list(session="s2")] == [b.id]
+    assert [i.id for i in memory.list(source="agent")] == [b.id]
+    assert [i.id for i in memory.list(limit=1)] == [c.id]
+    with pytest.raises(InvalidInput):
+        memory.list(limit=-1)
+
+
+def test_compact_dedupes_and_keeps_the_newest(ws: Path) -> None:
+    with Memory.open(ws) as memory:
+        items = [memory.remember(f"fact number {n}") for n in range(10)]
+    text = (ws / "MEMORY.md").read_text()
+    (ws / "MEMORY.md").write_text(text + "- FACT NUMBER 3\n")  # a hand-added duplicate
+    with Memory.open(ws) as memory:
+        assert len(memory.list()) == 10  # the duplicate line was not taken as new
+        result = memory.compact(max_items=4)
+        assert result == CompactResult(removed=6, kept=4)
+        assert [i.id for i in memory.list()] == [i.id for i in reversed(items[-4:])]
+        with pytest.raises(InvalidInput):
+            memory.compact(max_items=-1)
+    assert len(markdown.parse((ws / "MEMORY.md").read_bytes()).lines) == 4
+
+
+def test_the_item_cap_is_enforced_at_checkpoints(ws: Path) -> None:
+    with Memory.open(ws, max_items=5) as memory:
+        for n in range(20):
+            memory.remember(f"fact {n}")
+    with Memory.open(ws) as memory:
+        assert [i.text for i in memory.list()] == [f"fact {n}" for n in range(19, 14, -1)]
+
+
+def test_checkpoint_after_n_updates_empties_the_journal(ws: Path) -> None:
+    with Memory.open(ws, checkpoint_every_updates=3) as memory:
+        for n in range(3):
+            memory.remember(f"fact {n}")
+        assert memory.status().journal_records == 0
+        assert "fact 2" in (ws / "MEMORY.md").read_text()
+
+
+def test_timed_checkpoint_renders_memory_md_without_a_flush(ws: Path) -> None:
+    with Memory.open(ws, checkpoint_interval_seconds=0.05) as memory:
+        memory.remember("rendered by the timer")
+        deadline = time.monotonic() + 5
+        while "rendered by the timer" not in (ws / "MEMORY.md").read_text():
+            assert time.monotonic() < deadline, "timer checkpoint did not run"
+            time.sleep(0.01)
+
+
+def test_status_counts(memory: Memory) -> None:
+    memory.remember("one")
+    memory.remember("two", sync=False)
+    report = memory.status()
+    assert report.items == 2
+    assert report.superseded == 0
+    assert report.lsn == 2
+    assert report.journal_records == 2
+    assert report.unsynced == 1
+    assert report.notices == ()
+    assert json.loads(json.dumps(report.to_dict()))["items"] == 2
+
+
+def test_audit_log_records_every_change_once(ws: Path) -> None:
+    with Memory.open(ws) as memory:
+        item = memory.remember("audited")
+        memory.remember("audited")
+        memory.flush()
+        memory.forget(item.id)
+    with Memory.open(ws):
+        pass
+    audit = (ws / "memory" / "LTM_AUDIT.jsonl").read_text().splitlines()
+    lines = [json.loads(line) for line in audit]
+    assert [(line["lsn"], line["op"], line["reason"]) for line in lines] == [
+        (1, "ltm.put", "remember"),
+        (2, "ltm.put", "duplicate"),
+        (3, "ltm.del", "forget"),
+    ]
+
+
+def test_a_closed_memory_refuses_calls(ws: Path) -> None:
+    memory = Memory.open(ws)
+    memory.close()
+    memory.close()  # idempotent
+    with pytest.raises(InvalidInput, match="closed"):
+        memory.remember("late")
+    with pytest.raises(InvalidInput, match="closed"):
+        memory.list()
+
+
+def test_temp_files_of_an_interrupted_write_are_swept(ws: Path) -> None:
+    with Memory.open(ws):
+        pass
+    leftover = ws / "MEMORY.md.tmp-123-abcd"
+    leftover.write_text("half")
+    with Memory.open(ws):
+        assert not leftover.exists()
