@@ -1,23 +1,35 @@
-# One gate: `make check` runs lint, types and tests (called by .ci/run).
-PY ?= .venv/bin/python
+# One gate: `make check` runs lint, types and tests. It creates .venv with the
+# dev extras on first use, so it works on a fresh clone (and is what .ci/run calls).
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
 
-.PHONY: check lint types test bench fmt
+.PHONY: check lint types test fmt bench crash-campaign
 
-check: lint types test
+check: $(VENV)/.installed lint types test
 
-lint:
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e ".[dev]"
+	touch $@
+
+lint: $(VENV)/.installed
 	$(PY) -m ruff check src tests bench
 	$(PY) -m ruff format --check src tests bench
 
-types:
+types: $(VENV)/.installed
 	$(PY) -m mypy
 
-test:
+test: $(VENV)/.installed
 	$(PY) -m pytest -q
 
-fmt:
+fmt: $(VENV)/.installed
 	$(PY) -m ruff format src tests bench
 	$(PY) -m ruff check --fix src tests bench
 
-bench:
+bench: $(VENV)/.installed
 	$(PY) bench/bench_foundation.py --json bench/results/foundation.json
+
+crash-campaign: $(VENV)/.installed
+	$(PY) bench/crash_campaign.py --rounds 1000 --json bench/results/crash_campaign.json
