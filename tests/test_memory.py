@@ -216,3 +216,16 @@ def test_temp_files_of_an_interrupted_write_are_swept(ws: Path) -> None:
     leftover.write_text("half")
     with Memory.open(ws):
         assert not leftover.exists()
+
+
+def test_a_reader_that_missed_two_checkpoints_loses_nothing(ws: Path) -> None:
+    with Memory.open(ws) as reader, Memory.open(ws) as writer:
+        x = writer.remember("in the first journal file")
+        writer.flush()
+        y = writer.remember("in the second journal file")
+        writer.flush()  # the second file is gone: only the snapshot has y now
+        assert {i.id for i in reader.list()} == {x.id, y.id}
+        z = reader.remember("written by the reader afterwards")
+        reader.flush()
+    with Memory.open(ws) as memory:
+        assert {i.id for i in memory.list()} == {x.id, y.id, z.id}

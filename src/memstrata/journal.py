@@ -121,12 +121,14 @@ class Journal:
         self.last_lsn = 0
         self.header: dict[str, Any] = {}
         self.records: list[Record] = []
+        self.gap = False  # records were missed (see read_new); the caller clears it
         self.problems: list[JournalProblem] = []
         self._on_quarantine = on_quarantine
         self._io = threading.RLock()
         self._commit = _GroupCommit(flush_every_updates, flush_interval_seconds)
         self._fd: int | None = None
         self._ino = -1
+        self._ino_followed = False
         self._offset = 0
 
     # -- opening and reading ------------------------------------------------
@@ -148,6 +150,10 @@ class Journal:
         """Records appended since the last call, following a checkpoint's replacement.
 
         ``repair=True`` (only while holding the workspace lock) cuts off a torn tail.
+        If the file was replaced more than once since the last call, the records
+        of the files in between are gone from the journal (they are in the
+        snapshot): ``gap`` is then set, and the caller must reload the snapshot,
+        apply ``records`` (the whole current file) on top of it and clear ``gap``.
         """
         with self._io:
             records: list[Record] = []
@@ -164,12 +170,14 @@ class Journal:
                     return records
                 records.extend(self._read_to_end(repair))  # drain: the old file is frozen
                 self._open_current()
+                self._ino_followed = True
 
     def _open_current(self) -> None:
         if self._fd is not None:
             os.close(self._fd)
         self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND)
         self._ino = os.fstat(self._fd).st_ino
+        self._ino_followed = False
         self._offset = 0
         self.header = {}
         self.records = []
@@ -209,6 +217,8 @@ class Journal:
             self.problems.append(JournalProblem("corrupt", offset, line, str(exc)))
             return None
         if record.op == "header":
+            if record.lsn > self.last_lsn and self._ino_followed:
+                self.gap = True
             self.base_lsn = record.lsn
             self.header = record.data
             self.last_lsn = max(self.last_lsn, record.lsn)

@@ -103,8 +103,7 @@ class WorkspaceLock:
                     ) from None
                 time.sleep(delay)
                 delay = min(delay * 2, 0.05)
-        os.ftruncate(self._fd, 0)
-        os.pwrite(self._fd, f"{os.getpid()}\n".encode(), 0)
+        os.pwrite(self._fd, f"{os.getpid():>10}\n".encode(), 0)  # fixed width: no truncate
 
 
 def lock_holder(path: Path) -> int | None:
@@ -117,7 +116,7 @@ def lock_holder(path: Path) -> int | None:
         try:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except BlockingIOError:
-            text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+            text = os.pread(fd, 11, 0).decode("ascii", "replace").strip()
             return int(text) if text.isdigit() else -1
         fcntl.flock(fd, fcntl.LOCK_UN)
         return None

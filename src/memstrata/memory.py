@@ -416,12 +416,34 @@ class Memory:
         return record
 
     def _catch_up(self, *, repair: bool) -> None:
-        with self._state:
+        with storage_errors("read the journal"), self._state:
             for record in self._journal.read_new(repair=repair):
                 self._store.apply(record)
+            if self._journal.gap:
+                self._reload(repair=repair)
             header = Fingerprint.from_dict(self._journal.header.get("markdown"))
             if header is not None:
                 self._markdown = header
+
+    def _reload(self, *, repair: bool) -> None:
+        """Other processes checkpointed more than once since we last read: start
+        again from the snapshot they wrote, then the current journal file."""
+        try:
+            snapshot = Snapshot.load(self.workspace.snapshot)
+        except MemstrataError:
+            if not repair:
+                return  # keep the gap; the next locked catch-up repairs it
+            snapshot = self._read_snapshot()  # quarantines it
+        if snapshot is None:
+            items, notes = items_from_markdown(self.workspace.memory_md.read_bytes(), at=now())
+            self._notice(*notes)
+            self._store.reset(items, 0)
+        else:
+            self._store.reset(dict(snapshot.items), snapshot.lsn)
+        for record in self._journal.records:
+            self._store.apply(record)
+        self._store.lsn = max(self._store.lsn, self._journal.last_lsn)
+        self._journal.gap = False
 
     def _after_write(self) -> None:
         if len(self._journal.records) >= self.settings.checkpoint_every_updates:
