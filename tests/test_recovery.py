@@ -6,15 +6,16 @@ import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memstrata import Item, Memory, Source
+from memstrata import Corrupt, Item, Memory, Source
 from memstrata.doctor import Level, diagnose
 from memstrata.files import atomic_write, list_quarantine
 from memstrata.model import new_item_id
 from memstrata.store import markdown
-from memstrata.store.longterm import Fingerprint, Snapshot
+from memstrata.store.longterm import Fingerprint, Snapshot, snapshot_row
 from memstrata.workspace import Workspace
 
 
@@ -35,6 +36,16 @@ def test_a_corrupt_snapshot_is_quarantined_and_rebuilt_from_memory_md(ws: Path) 
     [entry] = list_quarantine(ws / ".memstrata" / "quarantine")
     assert (ws / ".memstrata" / "quarantine" / entry.stored).read_bytes() == garbage
     assert Snapshot.load(snapshot).lsn >= 3  # a good snapshot was written again
+
+
+@pytest.mark.parametrize(
+    "content", [b"[1, 2]", b'{"format": 99}', b'{"format": 1, "lsn": 1, "items": [{}]}', b"\xff"]
+)
+def test_any_unreadable_snapshot_is_corrupt(tmp_path: Path, content: bytes) -> None:
+    path = tmp_path / "LTM_SNAPSHOT.json"
+    path.write_bytes(content)
+    with pytest.raises(Corrupt, match="not a readable snapshot"):
+        Snapshot.load(path)
 
 
 def test_a_corrupt_snapshot_keeps_journal_writes_made_after_the_checkpoint(ws: Path) -> None:
@@ -145,8 +156,10 @@ def test_items_round_trip_through_memory_md_and_snapshot(tmp_path: Path, items: 
     md = ws / "MEMORY.md"
     rendered = markdown.render(items).encode()
     atomic_write(md, rendered)
+    fingerprint = Fingerprint.of(md, rendered)
     atomic_write(
-        ws / "memory" / "LTM_SNAPSHOT.json", Snapshot.encode(0, Fingerprint.of(md, rendered), items)
+        ws / "memory" / "LTM_SNAPSHOT.json",
+        Snapshot.encode(0, fingerprint, [snapshot_row(i, None) for i in items]),
     )
     expected = {item.id: item for item in items}
     for _ in range(2):  # as written, then after memstrata's own checkpoint

@@ -253,7 +253,8 @@ class Journal:
         if commit.pending == 0:
             commit.since = time.monotonic()
         commit.pending += 1
-        if commit.pending >= commit.every or time.monotonic() - commit.since >= commit.interval:
+        overdue = commit.interval > 0 and time.monotonic() - commit.since >= commit.interval
+        if commit.pending >= commit.every or overdue:
             self._sync_locked()
         elif commit.timer is None and commit.interval > 0:
             commit.timer = threading.Timer(commit.interval, self.sync)

@@ -25,8 +25,10 @@ from __future__ import annotations
 
 import atexit
 import builtins
+import heapq
 import json
 import logging
+import operator
 import os
 import threading
 import weakref
@@ -282,8 +284,8 @@ class Memory:
     def get(self, item_id: str) -> Item:
         """The item with this id; ``NotFound`` if there is none."""
         self._check_open()
+        self._refresh()
         with self._state:
-            self._catch_up(repair=False)
             return self._require(item_id)
 
     def list(
@@ -301,8 +303,8 @@ class Memory:
         kind = normalize_category(category) if category is not None else None
         origin = _source(source) if source is not None else None
         self._check_open()
+        self._refresh()
         with self._state:
-            self._catch_up(repair=False)
             found = [
                 item
                 for item in self._store.items.values()
@@ -311,14 +313,17 @@ class Memory:
                 and (session is None or item.session == session)
                 and (origin is None or item.source == origin)
             ]
-        found.sort(key=lambda item: (item.created_at, item.id), reverse=True)
-        return found if limit is None else found[:limit]
+        newest = operator.attrgetter("created_at", "id")
+        if limit is not None:
+            return heapq.nlargest(limit, found, key=newest)
+        found.sort(key=newest, reverse=True)
+        return found
 
     def status(self) -> Status:
         """Counts, journal position and anything open had to report."""
         self._check_open()
+        self._refresh()
         with self._state:
-            self._catch_up(repair=False)
             live = sum(1 for item in self._store.items.values() if item.is_live)
             return Status(
                 workspace=str(self.workspace.path),
@@ -344,15 +349,7 @@ class Memory:
         ws = self.workspace
         for folder in (ws.path, ws.path / "memory", ws.system):
             sweep_temp_files(folder)
-        snapshot = self._read_snapshot()
-        rebuilt = snapshot is None and ws.memory_md.exists()
-        if snapshot is not None:
-            self._store.reset(dict(snapshot.items), snapshot.lsn)
-            self._markdown = snapshot.markdown
-        elif rebuilt:
-            items, notes = items_from_markdown(ws.memory_md.read_bytes(), at=now())
-            self._store.reset(items, 0)
-            self._notice(*notes)
+        snapshot = self._reset_from_files()
         for record in self._journal.open(base_lsn=self._store.lsn):
             self._store.apply(record)
         # A rebuilt store starts below the journal's base: never let lsn go back.
@@ -368,6 +365,18 @@ class Memory:
                 changed = True
         if snapshot is None or changed or self._journal.take_corrupt():
             self._checkpoint()
+
+    def _reset_from_files(self) -> Snapshot | None:
+        """Reset RAM to the snapshot, else to MEMORY.md alone (lock held)."""
+        snapshot = self._read_snapshot()
+        if snapshot is not None:
+            self._store.reset(dict(snapshot.items), snapshot.lsn, snapshot.keys)
+            self._markdown = snapshot.markdown
+        elif self.workspace.memory_md.exists():
+            items, notes = items_from_markdown(self.workspace.memory_md.read_bytes(), at=now())
+            self._store.reset(items, 0)
+            self._notice(*notes)
+        return snapshot
 
     def _read_snapshot(self) -> Snapshot | None:
         path = self.workspace.snapshot
@@ -416,34 +425,28 @@ class Memory:
         return record
 
     def _catch_up(self, *, repair: bool) -> None:
+        """Apply what other processes appended; ``repair`` only with the lock held."""
         with storage_errors("read the journal"), self._state:
             for record in self._journal.read_new(repair=repair):
                 self._store.apply(record)
-            if self._journal.gap:
-                self._reload(repair=repair)
+            if self._journal.gap and repair:
+                # Others checkpointed more than once since we last read: the
+                # records in between are only in their snapshot. Start from it.
+                self._reset_from_files()
+                for record in self._journal.records:
+                    self._store.apply(record)
+                self._store.lsn = max(self._store.lsn, self._journal.last_lsn)
+                self._journal.gap = False
             header = Fingerprint.from_dict(self._journal.header.get("markdown"))
             if header is not None:
                 self._markdown = header
 
-    def _reload(self, *, repair: bool) -> None:
-        """Other processes checkpointed more than once since we last read: start
-        again from the snapshot they wrote, then the current journal file."""
-        try:
-            snapshot = Snapshot.load(self.workspace.snapshot)
-        except MemstrataError:
-            if not repair:
-                return  # keep the gap; the next locked catch-up repairs it
-            snapshot = self._read_snapshot()  # quarantines it
-        if snapshot is None:
-            items, notes = items_from_markdown(self.workspace.memory_md.read_bytes(), at=now())
-            self._notice(*notes)
-            self._store.reset(items, 0)
-        else:
-            self._store.reset(dict(snapshot.items), snapshot.lsn)
-        for record in self._journal.records:
-            self._store.apply(record)
-        self._store.lsn = max(self._store.lsn, self._journal.last_lsn)
-        self._journal.gap = False
+    def _refresh(self) -> None:
+        """Readers: pick up other processes' writes (one stat when nothing changed)."""
+        self._catch_up(repair=False)
+        if self._journal.gap:
+            with storage_errors("reload the snapshot"), self._lock:
+                self._catch_up(repair=True)
 
     def _after_write(self) -> None:
         if len(self._journal.records) >= self.settings.checkpoint_every_updates:
@@ -486,10 +489,10 @@ class Memory:
         with self._state:
             rendered = self._store.render()
             lsn = self._store.lsn
-            items = builtins.list(self._store.items.values())
+            rows = self._store.snapshot_rows()
         atomic_write(ws.memory_md, rendered)
         fingerprint = Fingerprint.of(ws.memory_md, rendered)
-        atomic_write(ws.snapshot, Snapshot.encode(lsn, fingerprint, items))
+        atomic_write(ws.snapshot, Snapshot.encode(lsn, fingerprint, rows))
         self._journal.reset(lsn, {"markdown": fingerprint.to_dict()})
         self._markdown = fingerprint
 

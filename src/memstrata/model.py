@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 import secrets
 import unicodedata
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
@@ -98,6 +98,10 @@ def clean_text(text: str) -> str:
     return line
 
 
+# Bump when normalize_text changes: stored de-duplication keys are then recomputed.
+KEY_VERSION = 1
+
+
 def normalize_text(text: str) -> str:
     """The form two facts are compared in for de-duplication."""
     folded = unicodedata.normalize("NFKC", text).casefold()
@@ -167,32 +171,42 @@ class Item:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (times as ISO 8601 strings)."""
-        data = asdict(self)
-        data["source"] = self.source.value
-        for name in ("created_at", "updated_at", "valid_from", "valid_to"):
-            value = data[name]
-            data[name] = value.isoformat() if value is not None else None
-        return data
+        return {
+            "id": self.id,
+            "text": self.text,
+            "category": self.category,
+            "source": self.source.value,
+            "session": self.session,
+            "created_at": self.created_at.isoformat(),
+            "updated_at": self.updated_at.isoformat(),
+            "hits": self.hits,
+            "valid_from": _format_optional_time(self.valid_from),
+            "valid_to": _format_optional_time(self.valid_to),
+            "superseded_by": self.superseded_by,
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Item:
         """Inverse of ``to_dict``; raises ``InvalidInput`` on a malformed record."""
         try:
             return cls(
-                id=str(data["id"]),
-                text=str(data["text"]),
-                category=str(data.get("category") or DEFAULT_CATEGORY),
-                source=Source(data.get("source", "user")),
-                session=data.get("session"),
-                created_at=_parse_time(data["created_at"]),
-                updated_at=_parse_time(data["updated_at"]),
-                hits=int(data.get("hits", 0)),
-                valid_from=_parse_optional_time(data.get("valid_from")),
-                valid_to=_parse_optional_time(data.get("valid_to")),
-                superseded_by=data.get("superseded_by"),
+                str(data["id"]),
+                str(data["text"]),
+                str(data.get("category") or DEFAULT_CATEGORY),
+                _SOURCES[data.get("source", "user")],
+                data.get("session"),
+                _parse_time(data["created_at"]),
+                _parse_time(data["updated_at"]),
+                int(data.get("hits", 0)),
+                _parse_optional_time(data.get("valid_from")),
+                _parse_optional_time(data.get("valid_to")),
+                data.get("superseded_by"),
             )
         except (KeyError, TypeError, ValueError) as exc:
-            raise InvalidInput(f"malformed memory item: {exc}") from exc
+            raise InvalidInput(f"malformed memory item: {exc!r}") from exc
+
+
+_SOURCES = {member.value: member for member in Source}
 
 
 def _parse_time(value: Any) -> datetime:
@@ -202,3 +216,7 @@ def _parse_time(value: Any) -> datetime:
 
 def _parse_optional_time(value: Any) -> datetime | None:
     return None if value is None else _parse_time(value)
+
+
+def _format_optional_time(value: datetime | None) -> str | None:
+    return None if value is None else value.isoformat()

@@ -23,10 +23,12 @@ Invariants:
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import os
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -34,7 +36,7 @@ from typing import Any
 
 from ..errors import Corrupt, InvalidInput
 from ..journal import Record
-from ..model import ID_PATTERN, Item, Source, new_item_id, normalize_text
+from ..model import ID_PATTERN, KEY_VERSION, Item, Source, new_item_id, normalize_text
 from . import markdown
 
 __all__ = [
@@ -44,6 +46,7 @@ __all__ = [
     "Snapshot",
     "items_from_markdown",
     "plan_hand_edits",
+    "snapshot_row",
 ]
 
 SNAPSHOT_FORMAT = 1
@@ -108,36 +111,63 @@ class Fingerprint:
 
 @dataclass(frozen=True, slots=True)
 class Snapshot:
-    """A loaded LTM_SNAPSHOT.json."""
+    """A loaded LTM_SNAPSHOT.json.
+
+    ``keys`` maps the de-duplication key of each live item to its id, stored so
+    that open does not normalize every text again (None when the snapshot was
+    written with another ``KEY_VERSION``).
+    """
 
     lsn: int
     markdown: Fingerprint | None
     items: dict[str, Item]
+    keys: dict[str, str] | None = None
 
     @classmethod
     def load(cls, path: Path) -> Snapshot:
         """Read a snapshot; ``Corrupt`` if it is not one."""
         try:
-            data = json.loads(path.read_bytes())
-            if not isinstance(data, dict) or data.get("format") != SNAPSHOT_FORMAT:
-                raise ValueError(f"unknown snapshot format {data.get('format')!r}")
-            items = {}
-            for raw in data["items"]:
-                item = Item.from_dict(raw)
-                items[item.id] = item
-            return cls(int(data["lsn"]), Fingerprint.from_dict(data.get("markdown")), items)
+            with _gc_paused():  # 100k small objects: collections would only slow this down
+                return cls._parse(path.read_bytes())
         except (ValueError, KeyError, TypeError, InvalidInput) as exc:
             raise Corrupt(f"{path.name} is not a readable snapshot: {exc}") from exc
 
+    @classmethod
+    def _parse(cls, raw: bytes) -> Snapshot:
+        data = json.loads(raw)
+        if not isinstance(data, dict):
+            raise ValueError("not a JSON object")
+        if data.get("format") != SNAPSHOT_FORMAT:
+            raise ValueError(f"unknown snapshot format {data.get('format')!r}")
+        items = {}
+        keys: dict[str, str] | None = {} if data.get("key_version") == KEY_VERSION else None
+        for row in data["items"]:
+            item = Item.from_dict(row)
+            items[item.id] = item
+            if keys is not None and "key" in row:
+                keys[row["key"]] = item.id
+        fingerprint = Fingerprint.from_dict(data.get("markdown"))
+        return cls(int(data["lsn"]), fingerprint, items, keys)
+
     @staticmethod
-    def encode(lsn: int, markdown: Fingerprint, items: Iterable[Item]) -> bytes:
-        body = {
+    def encode(lsn: int, markdown: Fingerprint, rows: Iterable[str]) -> bytes:
+        """The file's bytes, from one JSON object text per item (``snapshot_row``)."""
+        head = {
             "format": SNAPSHOT_FORMAT,
             "lsn": lsn,
             "markdown": markdown.to_dict(),
-            "items": [item.to_dict() for item in items],
+            "key_version": KEY_VERSION,
         }
-        return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+        opening = json.dumps(head, separators=(",", ":"))[:-1]
+        return f'{opening},"items":[{",".join(rows)}]}}'.encode()
+
+
+def snapshot_row(item: Item, key: str | None) -> str:
+    """One item's JSON text in the snapshot (``key``: its de-duplication key if live)."""
+    row = item.to_dict()
+    if key is not None:
+        row["key"] = key
+    return json.dumps(row, ensure_ascii=False, separators=(",", ":"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,21 +186,36 @@ class LongTermStore:
     items: dict[str, Item] = field(default_factory=dict)
     lsn: int = 0
     _by_key: dict[str, str] = field(default_factory=dict)
+    # id -> (item, its snapshot row): items are immutable, so a row stays valid
+    # while the very same object is in ``items``; checkpoints re-encode only changes.
+    _rows: dict[str, tuple[Item, str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._reindex()
 
     def _reindex(self) -> None:
-        self._by_key = {item.key: item.id for item in self._ordered() if item.is_live}
+        self._by_key = {item.key: item.id for item in self.items.values() if item.is_live}
 
-    def _ordered(self) -> Iterator[Item]:
-        return iter(sorted(self.items.values(), key=lambda item: (item.updated_at, item.id)))
-
-    def reset(self, items: dict[str, Item], lsn: int) -> None:
-        """Replace the whole state (after loading a snapshot)."""
+    def reset(self, items: dict[str, Item], lsn: int, keys: dict[str, str] | None = None) -> None:
+        """Replace the whole state (after loading a snapshot); ``keys`` as in ``Snapshot``."""
         self.items = items
         self.lsn = lsn
-        self._reindex()
+        if keys is None:
+            self._reindex()
+        else:
+            self._by_key = {key: item_id for key, item_id in keys.items() if item_id in items}
+
+    def snapshot_rows(self) -> list[str]:
+        """The snapshot row of every item, re-encoding only items that changed."""
+        keys = {item_id: key for key, item_id in self._by_key.items()}
+        rows: dict[str, tuple[Item, str]] = {}
+        for item_id, item in self.items.items():
+            cached = self._rows.get(item_id)
+            if cached is None or cached[0] is not item:
+                cached = (item, snapshot_row(item, keys.get(item_id)))
+            rows[item_id] = cached
+        self._rows = rows
+        return [row for _, row in rows.values()]
 
     def apply(self, record: Record) -> None:
         """Apply one journal record (ignored unless it is newer than the state)."""
@@ -312,3 +357,14 @@ def _edit(existing: Item, was: Item, line: markdown.MemoryLine, at: datetime) ->
     if not changes:
         return None
     return existing.evolve(updated_at=at, **changes)
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
