@@ -74,7 +74,7 @@ class JournalProblem:
     reason: str
 
 
-QuarantineHook = Callable[[bytes, str], None]
+QuarantineHook = Callable[[bytes, str], object]
 
 
 def encode(record: dict[str, Any]) -> bytes:

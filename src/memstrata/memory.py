@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import atexit
 import builtins
+import functools
 import heapq
 import json
 import logging
@@ -105,7 +106,7 @@ class Memory:
             workspace.journal,
             flush_every_updates=settings.flush_every_updates,
             flush_interval_seconds=settings.flush_interval_seconds,
-            on_quarantine=lambda data, reason: self._quarantine("journal.wal", data, reason),
+            on_quarantine=functools.partial(quarantine_bytes, workspace.quarantine, "journal.wal"),
         )
         self._markdown: Fingerprint | None = None
         self._notices: list[str] = []
