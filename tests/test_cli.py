@@ -156,3 +156,11 @@ def test_demo_runs_and_keeps_its_workspace(tmp_path: Path) -> None:
     assert "killed by SIGKILL: True" in result.output
     assert "Deploys are frozen on Fridays" in (keep / "MEMORY.md").read_text()
     assert "Likes tables for comparisons" in (keep / "MEMORY.md").read_text()
+
+
+def test_text_that_looks_like_markup_is_printed_as_written(home: str) -> None:
+    run("remember", "-w", home, "I prefer [bold] tea and [red]x[/red]", "-s", "[s]")
+    table = run("list", "-w", home).output
+    assert "[bold] tea" in table and "[red]x[/red]" in table and "[s]" in table
+    item_id = json.loads(run("list", "-w", home, "--json").output)[0]["id"]
+    assert "[bold] tea" in run("get", "-w", home, item_id).output

@@ -229,3 +229,29 @@ def test_a_reader_that_missed_two_checkpoints_loses_nothing(ws: Path) -> None:
         reader.flush()
     with Memory.open(ws) as memory:
         assert {i.id for i in memory.list()} == {x.id, y.id, z.id}
+
+
+def test_the_audit_position_is_found_behind_a_very_long_last_line(tmp_path: Path) -> None:
+    from memstrata.memory import _last_audited_lsn
+
+    audit = tmp_path / "LTM_AUDIT.jsonl"
+    ids = [f"m{n:08d}" for n in range(8000)]  # one compaction record of ~100 KB
+    lines = [{"lsn": 7, "op": "ltm.put"}, {"lsn": 8, "op": "ltm.del", "ids": ids}]
+    audit.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert _last_audited_lsn(audit, lambda *args: None) == 8
+    with open(audit, "a") as handle:
+        handle.write('{"lsn": 9, "op": "ltm.put", "te')  # torn
+    kept: list[bytes] = []
+    assert _last_audited_lsn(audit, lambda _name, data, _why: kept.append(data)) == 8
+    assert kept == [b'{"lsn": 9, "op": "ltm.put", "te']
+    assert audit.read_text().endswith("]}\n")
+
+
+def test_init_never_overwrites_a_file_a_person_wrote(ws: Path) -> None:
+    (ws / "core").mkdir(parents=True)
+    (ws / "core" / "USER.md").write_text("# Me\n- Name: Dilnoza\n")
+    with Memory.open(ws):
+        pass
+    assert (ws / "core" / "USER.md").read_text() == "# Me\n- Name: Dilnoza\n"
+    assert "Role" in (ws / "core" / "AGENT.md").read_text()
+    assert not [p for p in (ws / "core").iterdir() if ".tmp-" in p.name]

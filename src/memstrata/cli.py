@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 import click
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from . import __version__
 from .config import load_settings, resolve_root
@@ -89,13 +90,12 @@ def _item_table(items: list[Item]) -> Table:
     for column in ("id", "category", "text", "source", "session", "created"):
         table.add_column(column, overflow="fold" if column == "text" else "ellipsis")
     for item in items:
-        text = item.text if item.is_live else f"[strike]{item.text}[/strike]"
         table.add_row(
             item.id,
-            item.category,
-            text,
+            Text(item.category),
+            Text(item.text, style="" if item.is_live else "strike"),
             item.source.value,
-            item.session or "",
+            Text(item.session or ""),
             item.created_at.strftime("%Y-%m-%d %H:%M"),
         )
     return table
@@ -120,11 +120,13 @@ def init(workspace: str | None, group: str | None, as_json: bool) -> None:
         _print_json({"workspace": str(ws.path), "created": created})
         return
     if created:
-        console.print(f"Initialised memstrata workspace at [bold]{ws.path}[/bold]")
+        console.print(Text.assemble("Initialised memstrata workspace at ", (str(ws.path), "bold")))
         for name in created:
             console.print(f"  created {name}")
     else:
-        console.print(f"Workspace at [bold]{ws.path}[/bold] is already complete")
+        console.print(
+            Text.assemble("Workspace at ", (str(ws.path), "bold"), " is already complete")
+        )
 
 
 @cli.command()
@@ -140,10 +142,10 @@ def status(workspace: str | None, group: str | None, as_json: bool) -> None:
     table = Table.grid(padding=(0, 2))
     for name, value in report.to_dict().items():
         if name != "notices":
-            table.add_row(name.replace("_", " "), str(value if value is not None else "-"))
+            table.add_row(name.replace("_", " "), Text(str(value if value is not None else "-")))
     console.print(table)
     for notice in report.notices:
-        console.print(f"[yellow]notice:[/yellow] {notice}")
+        console.print(Text.assemble(("notice: ", "yellow"), notice))
 
 
 @cli.command(name="list")
@@ -187,7 +189,7 @@ def get(workspace: str | None, group: str | None, item_id: str, as_json: bool) -
         _print_json(item.to_dict())
         return
     for name, value in item.to_dict().items():
-        console.print(f"[bold]{name}[/bold]: {value if value is not None else '-'}")
+        console.print(Text.assemble((name, "bold"), f": {value if value is not None else '-'}"))
 
 
 @cli.command()
@@ -283,8 +285,12 @@ def doctor(workspace: str | None, group: str | None, as_json: bool) -> None:
         for finding in findings:
             style = _STYLE[finding.level]
             console.print(
-                f"[{style}]{finding.level.value:>5}[/{style}]  [bold]{finding.check}[/bold]: "
-                f"{finding.message}"
+                Text.assemble(
+                    (f"{finding.level.value:>5}", style),
+                    "  ",
+                    (finding.check, "bold"),
+                    f": {finding.message}",
+                )
             )
     if failed:
         sys.exit(1)

@@ -64,7 +64,7 @@ def run_demo(console: Console, keep: Path | None) -> None:
         if keep.exists() and any(keep.iterdir()):
             raise InvalidInput(f"{keep} is not empty; give --keep a new folder")
         _run(console, keep)
-        console.print(f"\nThe workspace is kept at [bold]{keep}[/bold].")
+        console.print(f"\nThe workspace is kept at [bold]{escape(str(keep))}[/bold].")
         return
     with tempfile.TemporaryDirectory(prefix="memstrata-demo-") as folder:
         _run(console, Path(folder) / "workspace")
@@ -72,10 +72,10 @@ def run_demo(console: Console, keep: Path | None) -> None:
 
 def _run(console: Console, path: Path) -> None:
     console.rule("[bold]memstrata demo[/bold]")
-    console.print(f"Workspace: {path}\n")
+    console.print(f"Workspace: {escape(str(path))}\n")
     with Memory.open(path) as memory:
         for message, facts in SCRIPT:
-            console.print(f"[bold cyan]user[/bold cyan]  {message}")
+            console.print(f"[bold cyan]user[/bold cyan]  {escape(message)}")
             for text, category in facts:
                 item = memory.remember(text, category=category, session="demo")
                 seen = f" (duplicate: seen {item.hits + 1}x)" if item.hits else ""
@@ -94,9 +94,9 @@ def _run(console: Console, path: Path) -> None:
     )
     with Memory.open(path) as memory:
         for notice in memory.notices:
-            console.print(f"      [yellow]on open:[/yellow] {notice}")
+            console.print(f"      [yellow]on open:[/yellow] {escape(notice)}")
         added = memory.list(category="preference", limit=1)[0]
-        console.print(f"      taken in as {added.id}: {added.text}")
+        console.print(f"      taken in as {added.id}: {escape(added.text)}")
 
     console.print(
         "\n[bold]A writer is killed with SIGKILL right after a write is acknowledged[/bold]"

@@ -28,6 +28,7 @@ from .model import now
 __all__ = [
     "QuarantineEntry",
     "atomic_write",
+    "create_new",
     "fsync_dir",
     "list_quarantine",
     "quarantine_bytes",
@@ -83,6 +84,23 @@ def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
         raise
     if durable:
         fsync_dir(path.parent)
+
+
+def create_new(path: Path, data: bytes) -> bool:
+    """Create ``path`` with ``data`` unless it exists; atomic, never overwrites.
+
+    The bytes go to a temporary file that is hard-linked into place, so another
+    process sees no file or the whole file. Returns False if ``path`` existed.
+    """
+    temp = path.with_name(f"{path.name}{TEMP_MARK}{os.getpid()}-{secrets.token_hex(4)}")
+    temp.write_bytes(data)
+    try:
+        os.link(temp, path)
+    except FileExistsError:
+        return False
+    finally:
+        temp.unlink()
+    return True
 
 
 def sweep_temp_files(directory: Path) -> list[Path]:

@@ -559,9 +559,7 @@ def _last_audited_lsn(path: Path, quarantine: Any) -> int:
     try:
         with open(path, "rb+") as audit:
             size = audit.seek(0, os.SEEK_END)
-            start = max(0, size - _AUDIT_TAIL_BYTES)
-            audit.seek(start)
-            tail = audit.read()
+            tail, start = _tail_lines(audit, size)
             end = tail.rfind(b"\n") + 1
             if end < len(tail):
                 quarantine("memory/LTM_AUDIT.jsonl", tail[end:], "torn last audit line")
@@ -576,6 +574,19 @@ def _last_audited_lsn(path: Path, quarantine: Any) -> int:
     except OSError as exc:
         raise StorageError(f"cannot read {path}: {exc.strerror}") from exc
     return 0
+
+
+def _tail_lines(handle: Any, size: int) -> tuple[bytes, int]:
+    """The end of a file holding at least one whole line (however long), and its offset."""
+    chunk = _AUDIT_TAIL_BYTES
+    while True:
+        start = max(0, size - chunk)
+        handle.seek(start)
+        tail: bytes = handle.read()
+        body = tail[: tail.rfind(b"\n")]  # without the last line's newline (or torn tail)
+        if start == 0 or b"\n" in body:
+            return tail, start
+        chunk *= 4
 
 
 @atexit.register

@@ -26,7 +26,7 @@ from importlib import resources
 from pathlib import Path
 
 from .errors import InvalidInput, NotFound
-from .files import storage_errors
+from .files import create_new, storage_errors
 
 __all__ = ["GROUP_NAME", "Workspace", "init_workspace"]
 
@@ -143,10 +143,9 @@ def init_workspace(workspace: Workspace) -> list[str]:
                 created.append(name + "/")
         for name, template in _TEMPLATES.items():
             target = workspace.path / name
-            if not target.exists():
-                target.write_text((templates / template).read_text(encoding="utf-8"), "utf-8")
+            if not target.exists() and create_new(target, (templates / template).read_bytes()):
                 created.append(name)
         ignore = workspace.system / ".gitignore"
         if not ignore.exists():
-            ignore.write_text(_SYSTEM_GITIGNORE, encoding="utf-8")
+            create_new(ignore, _SYSTEM_GITIGNORE.encode())
     return created

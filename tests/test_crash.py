@@ -1,0 +1,206 @@
+"""Crash safety: a writer killed with SIGKILL at a random moment loses nothing it acknowledged.
+
+A child process writes in a loop and prints each text only after the call
+returned; the parent kills it at a random moment (after a random number of
+acknowledged lines, after a random sleep, or while it is still opening), then
+checks the files left behind and that every acknowledged text is there.
+Rounds run on the SAME workspace, so later kills land in files that earlier
+kills (and the parent's own checkpoints) produced.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from memstrata import Memory
+from memstrata.doctor import Level, diagnose
+from memstrata.files import list_quarantine
+from memstrata.store import markdown
+from memstrata.store.longterm import Snapshot
+from memstrata.workspace import Workspace
+
+# argv: workspace, mode. Mode words: "cp" checkpoints every 7 records, "forget"
+# mixes in forgets of earlier items, "nosync" uses group commit (sync=False).
+CHILD = r"""
+import os, sys
+from memstrata import Memory
+
+ws, mode = sys.argv[1], sys.argv[2].split()
+memory = Memory.open(ws, **({"checkpoint_every_updates": 7} if "cp" in mode else {}))
+print("open", flush=True)
+kept, sync = [], "nosync" not in mode
+for i in range(20_000):
+    item = memory.remember(f"fact {os.getpid()}-{i} {'x' * (1 + i % 40)}", sync=sync)
+    print("R", item.text, flush=True)
+    kept.append(item)
+    if "forget" in mode and i % 3 == 2:
+        gone = kept.pop(len(kept) // 2)
+        print("f", gone.text, flush=True)
+        memory.forget(gone.id)
+        print("F", gone.text, flush=True)
+"""
+
+
+@dataclass
+class Acknowledged:
+    """What the children reported as done, over all rounds."""
+
+    remembered: set[str] = field(default_factory=set)
+    forgotten: set[str] = field(default_factory=set)
+    forgetting: set[str] = field(default_factory=set)  # forget called, maybe not returned
+
+    @property
+    def must_exist(self) -> set[str]:
+        return self.remembered - self.forgetting
+
+    def take(self, output: bytes) -> int:
+        """Record every complete line of a child's stdout; returns how many writes it had."""
+        count = 0
+        for raw in output.splitlines(keepends=True):
+            if not raw.endswith(b"\n"):
+                continue  # killed while printing: not acknowledged
+            kind, _, text = raw.decode().rstrip("\n").partition(" ")
+            if kind == "R":
+                self.remembered.add(text)
+            elif kind == "F":
+                self.forgotten.add(text)
+            elif kind == "f":
+                self.forgetting.add(text)
+                continue
+            else:
+                assert raw == b"open\n", raw
+                continue
+            count += 1
+        return count
+
+
+def kill_round(ws: Path, mode: str, rng: random.Random, *, early_kill: bool) -> bytes:
+    """Run one child and SIGKILL it at a random moment; returns all it printed."""
+    how = rng.choice(["lines", "sleep", "opening"] if early_kill else ["lines", "sleep"])
+    command = [sys.executable, "-c", CHILD, str(ws), mode]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        seen = b""
+        try:
+            if how == "opening":  # lands in interpreter start-up or inside Memory.open
+                time.sleep(rng.uniform(0.05, 0.2))
+            else:
+                seen = proc.stdout.readline()
+                assert seen == b"open\n", proc.stderr.read().decode()
+                if how == "lines":
+                    for _ in range(rng.randint(0, 60)):
+                        line = proc.stdout.readline()
+                        assert line, "the child died before it was killed"
+                        seen += line
+                else:
+                    time.sleep(rng.uniform(0.0, 0.15))
+        finally:
+            proc.send_signal(signal.SIGKILL)
+        # Not communicate(): it would drop what readline() has buffered already.
+        output = seen + proc.stdout.read()
+        err = proc.stderr.read().decode()
+    assert proc.returncode == -signal.SIGKILL, f"child ended by itself: {err}"
+    return output
+
+
+def assert_no_corrupt_files(ws: Path, *, after_kill: bool) -> None:
+    """Files a kill (or a checkpoint) left are readable; ``after_kill`` allows a torn tail."""
+    findings = diagnose(Workspace.locate(ws))
+    errors = [f for f in findings if f.level is Level.ERROR]
+    assert errors == [], errors
+    data = (ws / "MEMORY.md").read_bytes()
+    data.decode("utf-8")
+    assert markdown.parse(data).bad == []
+    Snapshot.load(ws / "memory" / "LTM_SNAPSHOT.json")
+    audit = ws / "memory" / "LTM_AUDIT.jsonl"
+    lines = audit.read_bytes().splitlines(keepends=True) if audit.exists() else []
+    if after_kill and lines and not lines[-1].endswith(b"\n"):
+        lines.pop()  # killed inside an append: the next checkpoint sets it aside
+    lsns = [json.loads(line)["lsn"] for line in lines]
+    assert lsns == sorted(set(lsns)), "audit lsns must be strictly increasing"
+
+
+def assert_everything_acknowledged_is_there(ws: Path, acked: Acknowledged) -> None:
+    memory = Memory.open(ws)
+    try:
+        texts = [item.text for item in memory.list()]
+        notices = memory.notices
+    finally:
+        memory.close()
+    assert len(texts) == len(set(texts)), "duplicate texts"
+    missing = acked.must_exist - set(texts)
+    assert not missing, f"{len(missing)} acknowledged write(s) lost, e.g. {sorted(missing)[:3]}"
+    resurrected = acked.forgotten & set(texts)
+    assert not resurrected, f"acknowledged forgets undone: {sorted(resurrected)[:3]}"
+    # A kill leaves at most a torn journal tail; anything else would be corruption.
+    assert all("torn" in notice for notice in notices), notices
+
+
+def assert_final_state(ws: Path, acked: Acknowledged) -> None:
+    """After the last checkpoint: every file complete and agreeing with the others."""
+    assert_no_corrupt_files(ws, after_kill=False)
+    with Memory.open(ws) as memory:
+        live = {item.id: item.text for item in memory.list()}
+    # Writes that returned but were killed before their print may be there too.
+    assert acked.must_exist <= set(live.values())
+    assert not acked.forgotten & set(live.values())
+    parsed = markdown.parse((ws / "MEMORY.md").read_bytes())
+    assert {line.item_id: line.text for line in parsed.lines} == live
+    snapshot = Snapshot.load(ws / "memory" / "LTM_SNAPSHOT.json")
+    assert {i.id: i.text for i in snapshot.items.values()} == live
+    audit = [
+        json.loads(line)
+        for line in (ws / "memory" / "LTM_AUDIT.jsonl").read_text().split("\n")[:-1]
+    ]
+    audited = {record["item"]["text"] for record in audit if record["op"] == "ltm.put"}
+    assert acked.remembered <= audited, "every acknowledged write is in the audit log"
+    for entry in list_quarantine(ws / ".memstrata" / "quarantine"):
+        assert entry.reason.startswith("torn"), entry  # only torn tails were set aside
+
+
+def test_sigkill_at_random_moments_loses_no_acknowledged_write(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    seed = random.randrange(2**32)
+    rng = random.Random(seed)
+    acked = Acknowledged()
+    modes = ["sync", "cp", "forget", "cp forget"]
+    writes = 0
+    for round_no in range(40):
+        mode = modes[round_no % len(modes)]
+        output = kill_round(ws, mode, rng, early_kill=round_no > 0)
+        writes += acked.take(output)
+        context = f"seed {seed}, round {round_no}, mode {mode!r}"
+        try:
+            assert_no_corrupt_files(ws, after_kill=True)
+            assert_everything_acknowledged_is_there(ws, acked)
+        except AssertionError as exc:
+            raise AssertionError(f"{context}: {exc}") from exc
+    assert writes >= 100, "the kills landed too early to test anything"
+    assert acked.forgotten, "no forget was acknowledged"
+    assert_final_state(ws, acked)
+
+
+def test_group_committed_writes_survive_sigkill(tmp_path: Path) -> None:
+    """``sync=False`` hands the record to the kernel before returning: kill -9 cannot lose it."""
+    ws = tmp_path / "ws"
+    seed = random.randrange(2**32)
+    rng = random.Random(seed)
+    acked = Acknowledged()
+    writes = 0
+    for round_no in range(12):
+        mode = "nosync cp" if round_no % 2 else "nosync"
+        writes += acked.take(kill_round(ws, mode, rng, early_kill=False))
+        try:
+            assert_no_corrupt_files(ws, after_kill=True)
+            assert_everything_acknowledged_is_there(ws, acked)
+        except AssertionError as exc:
+            raise AssertionError(f"seed {seed}, round {round_no}: {exc}") from exc
+    assert writes >= 30, "the kills landed too early to test anything"
+    assert_final_state(ws, acked)
