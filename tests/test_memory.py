@@ -255,3 +255,22 @@ def test_init_never_overwrites_a_file_a_person_wrote(ws: Path) -> None:
     assert (ws / "core" / "USER.md").read_text() == "# Me\n- Name: Dilnoza\n"
     assert "Role" in (ws / "core" / "AGENT.md").read_text()
     assert not [p for p in (ws / "core").iterdir() if ".tmp-" in p.name]
+
+
+def test_newest_first_holds_when_items_arrive_out_of_order() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from memstrata import Item
+    from memstrata.journal import Record
+    from memstrata.store.longterm import OP_PUT, LongTermStore
+
+    base = datetime(2026, 1, 1, tzinfo=UTC)
+    store = LongTermStore()
+    for lsn, (item_id, minutes) in enumerate([("ma", 1), ("mb", 3), ("mc", 2), ("md", 5)], 1):
+        at = base + timedelta(minutes=minutes)
+        item = Item(id=item_id, text=item_id, created_at=at, updated_at=at)
+        store.apply(Record(lsn, OP_PUT, {"item": item.to_dict()}))
+    everything = [i.id for i in store.newest(lambda item: True, None)]
+    assert everything == ["md", "mb", "mc", "ma"]
+    assert [i.id for i in store.newest(lambda item: True, 2)] == ["md", "mb"]
+    assert [i.id for i in store.newest(lambda item: item.id != "md", 1)] == ["mb"]

@@ -26,10 +26,8 @@ from __future__ import annotations
 import atexit
 import builtins
 import functools
-import heapq
 import json
 import logging
-import operator
 import os
 import threading
 import weakref
@@ -305,20 +303,17 @@ class Memory:
         origin = _source(source) if source is not None else None
         self._check_open()
         self._refresh()
-        with self._state:
-            found = [
-                item
-                for item in self._store.items.values()
-                if (include_superseded or item.is_live)
+
+        def accept(item: Item) -> bool:
+            return (
+                (include_superseded or item.is_live)
                 and (kind is None or item.category == kind)
                 and (session is None or item.session == session)
                 and (origin is None or item.source == origin)
-            ]
-        newest = operator.attrgetter("created_at", "id")
-        if limit is not None:
-            return heapq.nlargest(limit, found, key=newest)
-        found.sort(key=newest, reverse=True)
-        return found
+            )
+
+        with self._state:
+            return self._store.newest(accept, limit)
 
     def status(self) -> Status:
         """Counts, journal position and anything open had to report."""

@@ -27,7 +27,7 @@ import gc
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -189,6 +189,8 @@ class LongTermStore:
     # id -> (item, its snapshot row): items are immutable, so a row stays valid
     # while the very same object is in ``items``; checkpoints re-encode only changes.
     _rows: dict[str, tuple[Item, str]] = field(default_factory=dict)
+    # Whether ``items`` iterates in (created_at, id) order; None: not checked yet.
+    _in_order: bool | None = None
 
     def __post_init__(self) -> None:
         self._reindex()
@@ -200,6 +202,7 @@ class LongTermStore:
         """Replace the whole state (after loading a snapshot); ``keys`` as in ``Snapshot``."""
         self.items = items
         self.lsn = lsn
+        self._in_order = None
         if keys is None:
             self._reindex()
         else:
@@ -229,8 +232,17 @@ class LongTermStore:
                 self._drop(item_id)
 
     def _put(self, item: Item) -> None:
-        self._drop(item.id)
-        self.items[item.id] = item
+        old = self.items.get(item.id)
+        if old is not None:
+            if self._by_key.get(old.key) == item.id:
+                del self._by_key[old.key]
+            if old.created_at != item.created_at:
+                self._in_order = None
+        elif self._in_order and self.items:
+            last = self.items[next(reversed(self.items))]
+            if (item.created_at, item.id) < (last.created_at, last.id):
+                self._in_order = False
+        self.items[item.id] = item  # an update keeps its place
         if item.is_live:
             self._by_key[item.key] = item.id
 
@@ -238,6 +250,26 @@ class LongTermStore:
         old = self.items.pop(item_id, None)
         if old is not None and self._by_key.get(old.key) == item_id:
             del self._by_key[old.key]
+
+    def newest(self, accept: Callable[[Item], bool], limit: int | None) -> list[Item]:
+        """Items ``accept`` takes, newest first by (created_at, id), at most ``limit``."""
+        if self._in_order is None:
+            order = [(item.created_at, item.id) for item in self.items.values()]
+            self._in_order = all(a <= b for a, b in zip(order, order[1:], strict=False))
+        if self._in_order:
+            found: list[Item] = []
+            for item in reversed(self.items.values()):
+                if limit is not None and len(found) >= limit:
+                    break
+                if accept(item):
+                    found.append(item)
+            return found
+        newest_first = sorted(
+            filter(accept, self.items.values()),
+            key=lambda item: (item.created_at, item.id),
+            reverse=True,
+        )
+        return newest_first if limit is None else newest_first[:limit]
 
     def find_live(self, text: str) -> Item | None:
         """The live item whose normalized text equals that of ``text``."""
