@@ -36,7 +36,15 @@ from typing import Any
 
 from ..errors import Corrupt, InvalidInput
 from ..journal import Record
-from ..model import ID_PATTERN, KEY_VERSION, Item, Source, new_item_id, normalize_text
+from ..model import (
+    DEFAULT_CATEGORY,
+    ID_PATTERN,
+    KEY_VERSION,
+    Item,
+    Source,
+    new_item_id,
+    normalize_text,
+)
 from . import markdown
 
 __all__ = [
@@ -293,16 +301,7 @@ def items_from_markdown(data: bytes, *, at: datetime) -> tuple[dict[str, Item], 
         if normalize_text(line.text) in seen and not line.archived:
             continue
         item_id = line.item_id if line.item_id and line.item_id not in items else None
-        item = Item(
-            id=item_id or _fresh(items),
-            text=line.text,
-            category=line.category or "fact",
-            source=Source.IMPORT,
-            created_at=at,
-            updated_at=at,
-            valid_from=at,
-            valid_to=at if line.archived else None,
-        )
+        item = _line_item(line, item_id or _fresh(items), Source.IMPORT, at)
         items[item.id] = item
         if item.is_live:
             seen.add(item.key)
@@ -350,7 +349,8 @@ def plan_hand_edits(
                 continue
             new_keys.add(key)
             item_id = item_id if item_id and ID_PATTERN.fullmatch(item_id) else None
-            changes.append(Change("hand_edit", item=_new_line_item(line, item_id, current, at)))
+            item = _line_item(line, item_id or current.unused_id(), Source.USER, at)
+            changes.append(Change("hand_edit", item=item))
             continue
         was = reference or existing
         edited = _edit(existing, was, line, at)
@@ -362,17 +362,17 @@ def plan_hand_edits(
     return changes
 
 
-def _new_line_item(
-    line: markdown.MemoryLine, item_id: str | None, current: LongTermStore, at: datetime
-) -> Item:
+def _line_item(line: markdown.MemoryLine, item_id: str, source: Source, at: datetime) -> Item:
+    """A new item for a line of MEMORY.md that no item stands behind."""
     return Item(
-        id=item_id or current.unused_id(),
+        id=item_id,
         text=line.text,
-        category=line.category or "fact",
-        source=Source.USER,
+        category=line.category or DEFAULT_CATEGORY,
+        source=source,
         created_at=at,
         updated_at=at,
         valid_from=at,
+        valid_to=at if line.archived else None,
     )
 
 
