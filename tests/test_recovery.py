@@ -87,6 +87,16 @@ def test_invalid_utf8_in_memory_md_is_kept_in_quarantine_and_loses_no_item(ws: P
     assert markdown.parse(path.read_bytes()).bad == []  # rendered clean again
 
 
+def test_invalid_utf8_in_a_memory_md_without_snapshot_is_quarantined_too(ws: Path) -> None:
+    ws.mkdir()
+    (ws / "MEMORY.md").write_bytes(b"## Facts\n- good fact\n- bad \xff fact\n")
+    with Memory.open(ws) as memory:
+        assert [i.text for i in memory.list()] == ["good fact"]
+    [entry] = list_quarantine(ws / ".memstrata" / "quarantine")
+    stored = (ws / ".memstrata" / "quarantine" / entry.stored).read_bytes()
+    assert stored == b"- bad \xff fact"
+
+
 def test_a_missing_memory_md_is_rendered_again(ws: Path) -> None:
     items = _seed(ws)
     (ws / "MEMORY.md").unlink()

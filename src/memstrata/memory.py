@@ -369,10 +369,17 @@ class Memory:
             self._store.reset(dict(snapshot.items), snapshot.lsn, snapshot.keys)
             self._markdown = snapshot.markdown
         elif self.workspace.memory_md.exists():
-            items, notes = items_from_markdown(self.workspace.memory_md.read_bytes(), at=now())
-            self._store.reset(items, 0)
-            self._notice(*notes)
+            parsed = self._parse_memory_md(self.workspace.memory_md.read_bytes())
+            self._store.reset(items_from_markdown(parsed, at=now()), 0)
         return snapshot
+
+    def _parse_memory_md(self, data: bytes) -> markdown.ParsedMemory:
+        """Parse MEMORY.md, setting undecodable lines aside byte for byte."""
+        parsed = markdown.parse(data)
+        for bad in parsed.bad:
+            self._quarantine("MEMORY.md", bad.raw, f"line {bad.line_no} is not valid UTF-8")
+            self._notice(f"MEMORY.md line {bad.line_no} is not valid UTF-8; set aside")
+        return parsed
 
     def _read_snapshot(self) -> Snapshot | None:
         path = self.workspace.snapshot
@@ -392,10 +399,7 @@ class Memory:
         if self._markdown is not None and self._markdown.matches(path):
             return False
         fingerprint, data = Fingerprint.read(path)
-        parsed = markdown.parse(data)
-        for bad in parsed.bad:
-            self._quarantine("MEMORY.md", bad.raw, f"line {bad.line_no} is not valid UTF-8")
-            self._notice(f"MEMORY.md line {bad.line_no} is not valid UTF-8; set aside")
+        parsed = self._parse_memory_md(data)
         changes = plan_hand_edits(parsed, base, self._store, at=now())
         for change in changes:
             self._write_change(change)

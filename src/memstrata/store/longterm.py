@@ -292,11 +292,11 @@ class LongTermStore:
         return markdown.render(self.items.values()).encode()
 
 
-def items_from_markdown(data: bytes, *, at: datetime) -> tuple[dict[str, Item], list[str]]:
-    """Rebuild items from MEMORY.md alone (snapshot lost); returns items and notes."""
+def items_from_markdown(parsed: markdown.ParsedMemory, *, at: datetime) -> dict[str, Item]:
+    """Rebuild items from MEMORY.md alone (no snapshot); undecodable lines are the
+    caller's to quarantine (``parsed.bad``)."""
     items: dict[str, Item] = {}
     seen: set[str] = set()
-    parsed = markdown.parse(data)
     for line in parsed.lines:
         if normalize_text(line.text) in seen and not line.archived:
             continue
@@ -305,8 +305,7 @@ def items_from_markdown(data: bytes, *, at: datetime) -> tuple[dict[str, Item], 
         items[item.id] = item
         if item.is_live:
             seen.add(item.key)
-    notes = [f"MEMORY.md line {bad.line_no} is not valid UTF-8" for bad in parsed.bad]
-    return items, notes
+    return items
 
 
 def _fresh(items: dict[str, Item]) -> str:
