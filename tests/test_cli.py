@@ -164,3 +164,15 @@ def test_text_that_looks_like_markup_is_printed_as_written(home: str) -> None:
     assert "[bold] tea" in table and "[red]x[/red]" in table and "[s]" in table
     item_id = json.loads(run("list", "-w", home, "--json").output)[0]["id"]
     assert "[bold] tea" in run("get", "-w", home, item_id).output
+
+
+def test_supersede_keeps_the_old_fact_as_superseded(home: str) -> None:
+    old = json.loads(run("remember", "-w", home, "My name is Sarvar", "--json").output)
+    new = json.loads(run("supersede", "-w", home, old["id"], "My name is Sardor", "--json").output)
+    listed = json.loads(run("list", "-w", home, "--all", "--json").output)
+    by_id = {item["id"]: item for item in listed}
+    assert by_id[old["id"]]["superseded_by"] == new["id"]
+    assert by_id[old["id"]]["valid_to"] is not None
+    assert by_id[new["id"]]["valid_to"] is None
+    again = run("supersede", "-w", home, old["id"], "My name is Bob")
+    assert again.exit_code == 1 and "already superseded" in again.stderr

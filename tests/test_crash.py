@@ -159,7 +159,9 @@ def assert_final_state(ws: Path, acked: Acknowledged) -> None:
         json.loads(line)
         for line in (ws / "memory" / "LTM_AUDIT.jsonl").read_text().split("\n")[:-1]
     ]
-    audited = {record["item"]["text"] for record in audit if record["op"] == "ltm.put"}
+    audited = {
+        item["text"] for record in audit if record["op"] == "ltm.put" for item in record["items"]
+    }
     assert acked.remembered <= audited, "every acknowledged write is in the audit log"
     for entry in list_quarantine(ws / ".memstrata" / "quarantine"):
         assert entry.reason.startswith("torn"), entry  # only torn tails were set aside

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from memstrata import CompactResult, InvalidInput, Memory, NotFound, Source
+from memstrata import CompactResult, Conflict, InvalidInput, Memory, NotFound, Source
 from memstrata.store import markdown
 
 
@@ -269,8 +269,40 @@ def test_newest_first_holds_when_items_arrive_out_of_order() -> None:
     for lsn, (item_id, minutes) in enumerate([("ma", 1), ("mb", 3), ("mc", 2), ("md", 5)], 1):
         at = base + timedelta(minutes=minutes)
         item = Item(id=item_id, text=item_id, created_at=at, updated_at=at)
-        store.apply(Record(lsn, OP_PUT, {"item": item.to_dict()}))
+        store.apply(Record(lsn, OP_PUT, {"items": [item.to_dict()]}))
     everything = [i.id for i in store.newest(lambda item: True, None)]
     assert everything == ["md", "mb", "mc", "ma"]
     assert [i.id for i in store.newest(lambda item: True, 2)] == ["md", "mb"]
     assert [i.id for i in store.newest(lambda item: item.id != "md", 1)] == ["mb"]
+
+
+def test_a_correction_supersedes_the_fact_with_validity(ws: Path) -> None:
+    with Memory.open(ws) as memory:
+        old = memory.remember("My name is Sarvar", category="proper_noun", session="s1")
+        new = memory.supersede(old.id, "My name is Sardor", session="s1")
+        assert new.category == "proper_noun" and new.is_live
+        retired = memory.get(old.id)
+        assert retired.valid_to is not None and retired.superseded_by == new.id
+        assert [i.id for i in memory.list()] == [new.id]
+        assert {i.id for i in memory.list(include_superseded=True)} == {old.id, new.id}
+        with pytest.raises(Conflict, match="already superseded"):
+            memory.supersede(old.id, "My name is Bob")
+        with pytest.raises(InvalidInput, match="already says"):
+            memory.supersede(new.id, "my name is sardor.")
+    text = (ws / "MEMORY.md").read_text()
+    live, archive = text.split("## Superseded")
+    assert f"- My name is Sardor ^{new.id}" in live
+    assert f"- ~~My name is Sarvar~~ ^{old.id}" in archive
+    with Memory.open(ws) as memory:  # validity survives a restart
+        assert memory.get(old.id).superseded_by == new.id
+    audit = (ws / "memory" / "LTM_AUDIT.jsonl").read_text().splitlines()
+    [record] = [json.loads(line) for line in audit if '"supersede"' in line]
+    assert [item["id"] for item in record["items"]] == [old.id, new.id]
+
+
+def test_a_correction_to_an_existing_fact_reuses_it(memory: Memory) -> None:
+    old = memory.remember("The meeting is on Monday")
+    other = memory.remember("The meeting is on Tuesday")
+    new = memory.supersede(old.id, "the meeting is on tuesday")
+    assert new.id == other.id and new.hits == 1
+    assert memory.get(old.id).superseded_by == other.id

@@ -228,6 +228,29 @@ def remember(
 @cli.command()
 @workspace_options
 @click.argument("item_id", metavar="ID")
+@click.argument("text")
+@click.option("--session", "-s", default=None, help="Session the correction came from.")
+@json_option
+def supersede(
+    workspace: str | None,
+    group: str | None,
+    item_id: str,
+    text: str,
+    session: str | None,
+    as_json: bool,
+) -> None:
+    """Replace fact ID by a corrected TEXT; the old one is kept as superseded."""
+    with _memory(workspace, group) as memory:
+        new = memory.supersede(item_id, text, session=session)
+    if as_json:
+        _print_json(new.to_dict())
+    else:
+        console.print(f"Superseded {item_id} by {new.id}: {new.text}", markup=False)
+
+
+@cli.command()
+@workspace_options
+@click.argument("item_id", metavar="ID")
 @json_option
 def delete(workspace: str | None, group: str | None, item_id: str, as_json: bool) -> None:
     """Forget the item with this ID for good."""

@@ -37,7 +37,7 @@ from types import TracebackType
 from typing import Any
 
 from .config import Settings
-from .errors import InvalidInput, MemstrataError, NotFound, StorageError
+from .errors import Conflict, InvalidInput, MemstrataError, NotFound, StorageError
 from .files import atomic_write, list_quarantine, quarantine_bytes, storage_errors, sweep_temp_files
 from .journal import Journal, Record
 from .lock import WorkspaceLock
@@ -226,9 +226,57 @@ class Memory:
                     valid_from=at,
                 )
                 reason = "remember"
-            self._write(OP_PUT, {"item": item.to_dict(), "reason": reason}, sync=sync)
+            self._write(OP_PUT, {"items": [item.to_dict()], "reason": reason}, sync=sync)
             self._after_write()
         return item
+
+    def supersede(
+        self,
+        item_id: str,
+        text: str,
+        *,
+        category: str | None = None,
+        source: Source | str = Source.USER,
+        session: str | None = None,
+    ) -> Item:
+        """Replace a live fact by a corrected one; returns the new (live) item.
+
+        The old item stays, retired: ``valid_to`` is set and ``superseded_by``
+        names the new item (MEMORY.md moves it to its Superseded section). Both
+        changes are one journal record, fsynced before return, so a crash keeps
+        both or neither. If a live fact already says ``text``, it is the new item.
+        """
+        line = clean_text(text)
+        origin = _source(source)
+        session = _session(session)
+        self._check_open()
+        with storage_errors("write to the journal"), self._lock:
+            self._catch_up(repair=True)
+            old = self._require(item_id)
+            if not old.is_live:
+                raise Conflict(f"item {old.id} is already superseded by {old.superseded_by}")
+            at = now()
+            existing = self._store.find_live(line)
+            if existing is not None and existing.id == old.id:
+                raise InvalidInput(f"the correction says what item {old.id} already says")
+            if existing is not None:
+                new = existing.evolve(hits=existing.hits + 1, updated_at=at)
+            else:
+                new = Item(
+                    id=self._store.unused_id(),
+                    text=line,
+                    category=normalize_category(category) if category else old.category,
+                    source=origin,
+                    session=session,
+                    created_at=at,
+                    updated_at=at,
+                    valid_from=at,
+                )
+            retired = old.evolve(valid_to=at, superseded_by=new.id, updated_at=at)
+            items = [retired.to_dict(), new.to_dict()]
+            self._write(OP_PUT, {"items": items, "reason": "supersede"}, sync=True)
+            self._after_write()
+        return new
 
     def forget(self, item_id: str) -> Item:
         """Delete an item for good (durable on return); returns what was deleted."""
@@ -411,7 +459,7 @@ class Memory:
 
     def _write_change(self, change: Change) -> None:
         if change.item is not None:
-            payload = {"item": change.item.to_dict(), "reason": change.reason}
+            payload = {"items": [change.item.to_dict()], "reason": change.reason}
             self._write(OP_PUT, payload, sync=False)
         elif change.delete_id is not None:
             self._write(OP_DELETE, {"ids": [change.delete_id], "reason": change.reason}, False)

@@ -234,7 +234,8 @@ class LongTermStore:
             return
         self.lsn = record.lsn
         if record.op == OP_PUT:
-            self._put(Item.from_dict(record.data["item"]))
+            for data in record.data["items"]:  # several items change together, atomically
+                self._put(Item.from_dict(data))
         elif record.op == OP_DELETE:
             for item_id in record.data["ids"]:
                 self._drop(item_id)
