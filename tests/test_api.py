@@ -14,6 +14,7 @@ PACKAGE = Path(memstrata.__file__).parent
 LAYERS = {
     "interfaces": {"cli", "demo", "doctor"},
     "facade": {"memory"},
+    "services": {"capture"},
     "foundation": {
         "config",
         "errors",
@@ -25,7 +26,7 @@ LAYERS = {
         "store",
     },
 }
-RANK = {"foundation": 0, "facade": 1, "interfaces": 2}
+RANK = {"foundation": 0, "services": 1, "facade": 2, "interfaces": 3}
 
 
 def test_public_names_are_pinned_and_sorted() -> None:
