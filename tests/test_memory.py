@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -212,10 +215,19 @@ def test_a_closed_memory_refuses_calls(ws: Path) -> None:
 def test_temp_files_of_an_interrupted_write_are_swept(ws: Path) -> None:
     with Memory.open(ws):
         pass
-    leftover = ws / "MEMORY.md.tmp-123-abcd"
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    leftover = ws / f"MEMORY.md.tmp-{dead}-abcd"
     leftover.write_text("half")
+    in_flight = ws / f"USER.md.tmp-{os.getpid()}-beef"  # a live writer's file: kept
+    in_flight.write_text("being written")
     with Memory.open(ws):
         assert not leftover.exists()
+        assert in_flight.exists()
 
 
 def test_a_reader_that_missed_two_checkpoints_loses_nothing(ws: Path) -> None:
@@ -306,3 +318,48 @@ def test_a_correction_to_an_existing_fact_reuses_it(memory: Memory) -> None:
     new = memory.supersede(old.id, "the meeting is on tuesday")
     assert new.id == other.id and new.hits == 1
     assert memory.get(old.id).superseded_by == other.id
+
+
+SECRETS = [
+    ("my password is Tr0ub4dor&3", "Tr0ub4dor&3"),
+    (
+        "the deploy key is sk-proj-4f9aQ2xL7mN8pR3sT6vW1yZ0bC5dE",
+        "sk-proj-4f9aQ2xL7mN8pR3sT6vW1yZ0bC5dE",
+    ),
+    ("card 4111 1111 1111 1111 for the hotel", "4111 1111 1111 1111"),
+]
+
+
+def _workspace_bytes(ws: Path) -> bytes:
+    return b"".join(path.read_bytes() for path in ws.rglob("*") if path.is_file())
+
+
+@pytest.mark.parametrize(("text", "secret"), SECRETS)
+def test_a_secret_reaches_no_file_of_the_workspace(ws: Path, text: str, secret: str) -> None:
+    with Memory.open(ws) as memory:
+        item = memory.remember(text)
+        assert secret not in item.text and "[REDACTED:" in item.text
+        assert secret.encode() not in _workspace_bytes(ws)  # journal included, before checkpoint
+        fixed = memory.supersede(item.id, f"{text} (updated)")
+        assert secret not in fixed.text
+    assert secret.encode() not in _workspace_bytes(ws)
+
+
+def test_a_secret_typed_into_memory_md_by_hand_is_not_kept(ws: Path) -> None:
+    with Memory.open(ws):
+        pass
+    path = ws / "MEMORY.md"
+    path.write_text(path.read_text() + "\n## Facts\n- my password is Tr0ub4dor&3\n")
+    with Memory.open(ws) as memory:
+        [item] = memory.list()
+        assert item.text == "my password is [REDACTED:password]"
+        assert any("redacted" in notice for notice in memory.notices)
+    assert b"Tr0ub4dor&3" not in _workspace_bytes(ws)
+
+
+def test_a_secret_in_a_hand_written_memory_md_without_snapshot_is_not_kept(ws: Path) -> None:
+    ws.mkdir()
+    (ws / "MEMORY.md").write_text("## Facts\n- wifi password: hunter2hunter2\n")
+    with Memory.open(ws) as memory:
+        assert [i.text for i in memory.list()] == ["wifi password: [REDACTED:password]"]
+    assert b"hunter2hunter2" not in _workspace_bytes(ws)

@@ -99,19 +99,36 @@ def create_new(path: Path, data: bytes) -> bool:
     except FileExistsError:
         return False
     finally:
-        temp.unlink()
+        temp.unlink(missing_ok=True)
     return True
 
 
 def sweep_temp_files(directory: Path) -> list[Path]:
-    """Remove temporary files a crashed ``atomic_write`` left in ``directory``."""
+    """Remove temporary files that writers which have since died left in ``directory``.
+
+    A temporary file's name carries its writer's pid; a file whose writer is still
+    running is in flight (another process may be creating it right now) and is kept.
+    """
     removed = []
     if directory.is_dir():
         for entry in directory.iterdir():
-            if TEMP_MARK in entry.name and entry.is_file():
+            if TEMP_MARK in entry.name and entry.is_file() and not _writer_alive(entry.name):
                 entry.unlink(missing_ok=True)
                 removed.append(entry)
     return removed
+
+
+def _writer_alive(name: str) -> bool:
+    pid_text = name.rsplit(TEMP_MARK, 1)[1].split("-", 1)[0]
+    if not pid_text.isdigit():
+        return False
+    try:
+        os.kill(int(pid_text), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # exists, owned by someone else
+    return True
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,6 +2,9 @@
 
 Invariants (on top of ``journal`` and ``store.longterm``):
 
+* **Secrets never reach disk.** Every text is passed through
+  ``capture.secrets.redact`` before it is journaled (API writes and lines a
+  person adds to MEMORY.md alike).
 * **Acknowledged means durable.** ``remember`` and ``forget`` return after the
   journal record is fsynced (``sync=False`` opts a write into group commit).
 * **Every write is decided on the latest state.** A writer takes the
@@ -36,6 +39,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from .capture.secrets import redact
 from .config import Settings
 from .errors import Conflict, InvalidInput, MemstrataError, NotFound, StorageError
 from .files import atomic_write, list_quarantine, quarantine_bytes, storage_errors, sweep_temp_files
@@ -202,7 +206,7 @@ class Memory:
         A fact whose normalized text equals a live one is not stored twice:
         the existing item is returned with ``hits`` + 1.
         """
-        line = clean_text(text)
+        line = _safe_text(text)
         kind = normalize_category(category)
         origin = _source(source)
         session = _session(session)
@@ -246,7 +250,7 @@ class Memory:
         changes are one journal record, fsynced before return, so a crash keeps
         both or neither. If a live fact already says ``text``, it is the new item.
         """
-        line = clean_text(text)
+        line = _safe_text(text)
         origin = _source(source)
         session = _session(session)
         self._check_open()
@@ -418,7 +422,8 @@ class Memory:
             self._markdown = snapshot.markdown
         elif self.workspace.memory_md.exists():
             parsed = self._parse_memory_md(self.workspace.memory_md.read_bytes())
-            self._store.reset(items_from_markdown(parsed, at=now()), 0)
+            items = items_from_markdown(parsed, at=now())
+            self._store.reset({key: self._without_secrets(i) for key, i in items.items()}, 0)
         return snapshot
 
     def _parse_memory_md(self, data: bytes) -> markdown.ParsedMemory:
@@ -457,9 +462,18 @@ class Memory:
         self._markdown = fingerprint  # taken in: the next checkpoint must not read it again
         return True  # the file must be rendered again, or the same edit is read twice
 
+    def _without_secrets(self, item: Item) -> Item:
+        """``item`` from MEMORY.md with any secret a person typed into it redacted."""
+        safe = redact(item.text)
+        if not safe.kinds:
+            return item
+        self._notice(f"MEMORY.md: {', '.join(safe.kinds)} redacted from item {item.id}")
+        return item.evolve(text=safe.text)
+
     def _write_change(self, change: Change) -> None:
         if change.item is not None:
-            payload = {"items": [change.item.to_dict()], "reason": change.reason}
+            item = self._without_secrets(change.item)
+            payload = {"items": [item.to_dict()], "reason": change.reason}
             self._write(OP_PUT, payload, sync=False)
         elif change.delete_id is not None:
             self._write(OP_DELETE, {"ids": [change.delete_id], "reason": change.reason}, False)
@@ -580,6 +594,11 @@ class Memory:
 
     def _quarantine(self, original: str, data: bytes, reason: str) -> None:
         quarantine_bytes(self.workspace.quarantine, original, data, reason)
+
+
+def _safe_text(text: str) -> str:
+    """One storable line with every recognised secret replaced (secrets never reach disk)."""
+    return redact(clean_text(text)).text
 
 
 def _source(source: Source | str) -> Source:
