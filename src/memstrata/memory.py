@@ -35,6 +35,7 @@ import os
 import threading
 import weakref
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -213,23 +214,8 @@ class Memory:
         self._check_open()
         with storage_errors("write to the journal"), self._lock:
             self._catch_up(repair=True)
-            at = now()
-            existing = self._store.find_live(line)
-            if existing is not None:
-                item = existing.evolve(hits=existing.hits + 1, updated_at=at)
-                reason = "duplicate"
-            else:
-                item = Item(
-                    id=self._store.unused_id(),
-                    text=line,
-                    category=kind,
-                    source=origin,
-                    session=session,
-                    created_at=at,
-                    updated_at=at,
-                    valid_from=at,
-                )
-                reason = "remember"
+            item = self._live_or_new(line, kind, origin, session, now())
+            reason = "duplicate" if item.hits else "remember"
             self._write(OP_PUT, {"items": [item.to_dict()], "reason": reason}, sync=sync)
             self._after_write()
         return item
@@ -259,28 +245,35 @@ class Memory:
             old = self._require(item_id)
             if not old.is_live:
                 raise Conflict(f"item {old.id} is already superseded by {old.superseded_by}")
-            at = now()
             existing = self._store.find_live(line)
             if existing is not None and existing.id == old.id:
                 raise InvalidInput(f"the correction says what item {old.id} already says")
-            if existing is not None:
-                new = existing.evolve(hits=existing.hits + 1, updated_at=at)
-            else:
-                new = Item(
-                    id=self._store.unused_id(),
-                    text=line,
-                    category=normalize_category(category) if category else old.category,
-                    source=origin,
-                    session=session,
-                    created_at=at,
-                    updated_at=at,
-                    valid_from=at,
-                )
+            at = now()
+            kind = normalize_category(category) if category else old.category
+            new = self._live_or_new(line, kind, origin, session, at)
             retired = old.evolve(valid_to=at, superseded_by=new.id, updated_at=at)
             items = [retired.to_dict(), new.to_dict()]
             self._write(OP_PUT, {"items": items, "reason": "supersede"}, sync=True)
             self._after_write()
         return new
+
+    def _live_or_new(
+        self, line: str, category: str, source: Source, session: str | None, at: datetime
+    ) -> Item:
+        """The live item that says ``line``, seen once more, else a new item (lock held)."""
+        existing = self._store.find_live(line)
+        if existing is not None:
+            return existing.evolve(hits=existing.hits + 1, updated_at=at)
+        return Item(
+            id=self._store.unused_id(),
+            text=line,
+            category=category,
+            source=source,
+            session=session,
+            created_at=at,
+            updated_at=at,
+            valid_from=at,
+        )
 
     def forget(self, item_id: str) -> Item:
         """Delete an item for good (durable on return); returns what was deleted."""
