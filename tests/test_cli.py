@@ -155,7 +155,12 @@ def test_demo_runs_and_keeps_its_workspace(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "killed by SIGKILL: True" in result.output
     assert "Deploys are frozen on Fridays" in (keep / "MEMORY.md").read_text()
-    assert "Likes tables for comparisons" in (keep / "MEMORY.md").read_text()
+    memory_md = (keep / "MEMORY.md").read_text()
+    assert "Likes tables for comparisons" in memory_md
+    assert "~~The staging database is pg-staging-2~~" in memory_md
+    assert "staging password: [REDACTED:password]" in memory_md
+    files = b"".join(path.read_bytes() for path in keep.rglob("*") if path.is_file())
+    assert b"Tr0ub4dor&3" not in files
 
 
 def test_text_that_looks_like_markup_is_printed_as_written(home: str) -> None:

@@ -82,6 +82,7 @@ def _run(console: Console, path: Path) -> None:
                 console.print(
                     f"      [green]remembered[/green] {item.id} {escape(f'[{category}]')}{seen}"
                 )
+        _correct_and_redact(console, memory)
     _show(console, path / "MEMORY.md", "MEMORY.md after the conversation")
 
     console.print("\n[bold]A person edits MEMORY.md by hand[/bold] (adds a fact without an id)")
@@ -124,6 +125,19 @@ def _run(console: Console, path: Path) -> None:
         f"{report.quarantined} quarantined; files: MEMORY.md, memory/LTM_SNAPSHOT.json, "
         "memory/LTM_AUDIT.jsonl"
     )
+
+
+def _correct_and_redact(console: Console, memory: Memory) -> None:
+    """A correction supersedes a fact; a secret is redacted before it is written."""
+    message = "Actually, staging moved: the staging database is pg-staging-3 now."
+    console.print(f"[bold cyan]user[/bold cyan]  {escape(message)}")
+    [old] = [i for i in memory.list() if "pg-staging-2" in i.text]
+    new = memory.supersede(old.id, "The staging database is pg-staging-3", session="demo")
+    console.print(f"      [green]superseded[/green] {old.id} by {new.id} (the old fact is kept)")
+    message = "The staging password is Tr0ub4dor&3, keep it handy."
+    console.print(f"[bold cyan]user[/bold cyan]  {escape(message)}")
+    item = memory.remember("staging password: Tr0ub4dor&3", category="remember", session="demo")
+    console.print(f"      [green]remembered[/green] {item.id} as: {escape(item.text)}")
 
 
 def _show(console: Console, path: Path, title: str) -> None:
