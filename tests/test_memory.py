@@ -243,20 +243,21 @@ def test_a_reader_that_missed_two_checkpoints_loses_nothing(ws: Path) -> None:
         assert {i.id for i in memory.list()} == {x.id, y.id, z.id}
 
 
-def test_the_audit_position_is_found_behind_a_very_long_last_line(tmp_path: Path) -> None:
-    from memstrata.memory import _last_audited_lsn
+def test_the_last_jsonl_record_is_found_behind_a_very_long_last_line(tmp_path: Path) -> None:
+    from memstrata.files import last_jsonl_record
 
     audit = tmp_path / "LTM_AUDIT.jsonl"
     ids = [f"m{n:08d}" for n in range(8000)]  # one compaction record of ~100 KB
     lines = [{"lsn": 7, "op": "ltm.put"}, {"lsn": 8, "op": "ltm.del", "ids": ids}]
     audit.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    assert _last_audited_lsn(audit, lambda *args: None) == 8
+    assert last_jsonl_record(audit, lambda torn: None) == lines[1]
     with open(audit, "a") as handle:
         handle.write('{"lsn": 9, "op": "ltm.put", "te')  # torn
     kept: list[bytes] = []
-    assert _last_audited_lsn(audit, lambda _name, data, _why: kept.append(data)) == 8
+    assert last_jsonl_record(audit, kept.append) == lines[1]
     assert kept == [b'{"lsn": 9, "op": "ltm.put", "te']
     assert audit.read_text().endswith("]}\n")
+    assert last_jsonl_record(tmp_path / "missing.jsonl", kept.append) is None
 
 
 def test_init_never_overwrites_a_file_a_person_wrote(ws: Path) -> None:

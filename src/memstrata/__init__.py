@@ -20,8 +20,8 @@ from .errors import (
     NotFound,
     StorageError,
 )
-from .memory import CompactResult, Memory, Status
-from .model import Item, Source
+from .memory import Memory
+from .model import CompactResult, Item, Source, Status
 
 # A library logs; the application decides where that goes.
 logging.getLogger("memstrata").addHandler(logging.NullHandler())

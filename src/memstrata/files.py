@@ -17,19 +17,22 @@ from __future__ import annotations
 import json
 import os
 import secrets
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any, BinaryIO
 
 from .errors import StorageError
 from .model import now
 
 __all__ = [
     "QuarantineEntry",
+    "append_durable",
     "atomic_write",
     "create_new",
     "fsync_dir",
+    "last_jsonl_record",
     "list_quarantine",
     "quarantine_bytes",
     "storage_errors",
@@ -84,6 +87,52 @@ def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
         raise
     if durable:
         fsync_dir(path.parent)
+
+
+def append_durable(path: Path, data: bytes) -> None:
+    """Append ``data`` to ``path`` and fsync it."""
+    with open(path, "ab") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def last_jsonl_record(path: Path, on_torn: Callable[[bytes], object]) -> dict[str, Any] | None:
+    """The last complete JSON object line of ``path`` (None if there is none).
+
+    A torn last line (no newline: a writer died mid-append) is handed to
+    ``on_torn`` and cut off, so the next append starts on a line of its own.
+    Only the end of the file is read, however long its last line is.
+    """
+    try:
+        with open(path, "rb+") as handle:
+            tail, start = _tail(handle, handle.seek(0, os.SEEK_END))
+            end = tail.rfind(b"\n") + 1
+            if end < len(tail):
+                on_torn(tail[end:])
+                handle.truncate(start + end)
+    except FileNotFoundError:
+        return None
+    for line in reversed(tail[:end].splitlines()):
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict):
+            return record
+    return None
+
+
+def _tail(handle: BinaryIO, size: int) -> tuple[bytes, int]:
+    """The end of a file holding at least one whole line, and its offset."""
+    chunk = 65536
+    while True:
+        start = max(0, size - chunk)
+        handle.seek(start)
+        tail = handle.read()
+        if start == 0 or b"\n" in tail[: tail.rfind(b"\n")]:
+            return tail, start
+        chunk *= 4
 
 
 def create_new(path: Path, data: bytes) -> bool:

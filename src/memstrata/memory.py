@@ -34,7 +34,6 @@ import logging
 import os
 import threading
 import weakref
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
@@ -42,11 +41,29 @@ from typing import Any
 
 from .capture.secrets import redact
 from .config import Settings
-from .errors import Conflict, InvalidInput, MemstrataError, NotFound, StorageError
-from .files import atomic_write, list_quarantine, quarantine_bytes, storage_errors, sweep_temp_files
+from .errors import Conflict, InvalidInput, MemstrataError, NotFound
+from .files import (
+    append_durable,
+    atomic_write,
+    last_jsonl_record,
+    list_quarantine,
+    quarantine_bytes,
+    storage_errors,
+    sweep_temp_files,
+)
 from .journal import Journal, Record
 from .lock import WorkspaceLock
-from .model import Item, Source, clean_text, normalize_category, now
+from .model import (
+    CompactResult,
+    Item,
+    Source,
+    Status,
+    clean_session,
+    clean_text,
+    normalize_category,
+    now,
+    parse_source,
+)
 from .store import markdown
 from .store.longterm import (
     OP_DELETE,
@@ -60,40 +77,12 @@ from .store.longterm import (
 )
 from .workspace import Workspace, init_workspace
 
-__all__ = ["CompactResult", "Memory", "Status"]
+__all__ = ["Memory"]
 
 log = logging.getLogger("memstrata")
 
 ItemList = builtins.list[Item]
 _OPEN: weakref.WeakSet[Memory] = weakref.WeakSet()
-_AUDIT_TAIL_BYTES = 65536
-
-
-@dataclass(frozen=True, slots=True)
-class Status:
-    """What ``Memory.status()`` reports."""
-
-    workspace: str
-    group: str | None
-    items: int
-    superseded: int
-    lsn: int
-    journal_records: int
-    journal_bytes: int
-    unsynced: int
-    quarantined: int
-    notices: tuple[str, ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self.__slots__}
-
-
-@dataclass(frozen=True, slots=True)
-class CompactResult:
-    """What ``Memory.compact()`` did."""
-
-    removed: int
-    kept: int
 
 
 class Memory:
@@ -209,8 +198,8 @@ class Memory:
         """
         line = _safe_text(text)
         kind = normalize_category(category)
-        origin = _source(source)
-        session = _session(session)
+        origin = parse_source(source)
+        session = clean_session(session)
         self._check_open()
         with storage_errors("write to the journal"), self._lock:
             self._catch_up(repair=True)
@@ -237,8 +226,8 @@ class Memory:
         both or neither. If a live fact already says ``text``, it is the new item.
         """
         line = _safe_text(text)
-        origin = _source(source)
-        session = _session(session)
+        origin = parse_source(source)
+        session = clean_session(session)
         self._check_open()
         with storage_errors("write to the journal"), self._lock:
             self._catch_up(repair=True)
@@ -345,7 +334,7 @@ class Memory:
         if limit is not None and (isinstance(limit, bool) or limit < 0):
             raise InvalidInput(f"limit must be a whole number >= 0, not {limit!r}")
         kind = normalize_category(category) if category is not None else None
-        origin = _source(source) if source is not None else None
+        origin = parse_source(source) if source is not None else None
         self._check_open()
         self._refresh()
 
@@ -552,19 +541,19 @@ class Memory:
         self._markdown = fingerprint
 
     def _append_audit(self, records: builtins.list[Record]) -> None:
+        """Append the records the audit log does not have yet (a crash may repeat a checkpoint)."""
         path = self.workspace.audit
-        done = _last_audited_lsn(path, self._quarantine)
+        last = last_jsonl_record(
+            path, lambda torn: self._quarantine("memory/LTM_AUDIT.jsonl", torn, "torn last line")
+        )
+        done = int(last.get("lsn", 0)) if last else 0
         lines = [
             json.dumps(record.data, ensure_ascii=False, separators=(",", ":")) + "\n"
             for record in records
             if record.lsn > done
         ]
-        if not lines:
-            return
-        with open(path, "a", encoding="utf-8") as audit:
-            audit.write("".join(lines))
-            audit.flush()
-            os.fsync(audit.fileno())
+        if lines:
+            append_durable(path, "".join(lines).encode())
 
     # -- internals: helpers ---------------------------------------------------
 
@@ -592,60 +581,6 @@ class Memory:
 def _safe_text(text: str) -> str:
     """One storable line with every recognised secret replaced (secrets never reach disk)."""
     return redact(clean_text(text)).text
-
-
-def _source(source: Source | str) -> Source:
-    try:
-        return Source(source)
-    except ValueError:
-        allowed = ", ".join(member.value for member in Source)
-        raise InvalidInput(f"source must be one of {allowed}, not {source!r}") from None
-
-
-def _session(session: str | None) -> str | None:
-    if session is None:
-        return None
-    if not isinstance(session, str):
-        raise InvalidInput(f"session must be a string, not {type(session).__name__}")
-    value = clean_text(session)
-    if len(value) > 200:
-        raise InvalidInput("session id is longer than 200 characters")
-    return value
-
-
-def _last_audited_lsn(path: Path, quarantine: Any) -> int:
-    """The lsn of the last complete audit line (a torn tail is cut off first)."""
-    try:
-        with open(path, "rb+") as audit:
-            size = audit.seek(0, os.SEEK_END)
-            tail, start = _tail_lines(audit, size)
-            end = tail.rfind(b"\n") + 1
-            if end < len(tail):
-                quarantine("memory/LTM_AUDIT.jsonl", tail[end:], "torn last audit line")
-                audit.truncate(start + end)
-            for line in reversed(tail[:end].splitlines()):
-                try:
-                    return int(json.loads(line)["lsn"])
-                except (ValueError, KeyError, TypeError):
-                    continue
-    except FileNotFoundError:
-        return 0
-    except OSError as exc:
-        raise StorageError(f"cannot read {path}: {exc.strerror}") from exc
-    return 0
-
-
-def _tail_lines(handle: Any, size: int) -> tuple[bytes, int]:
-    """The end of a file holding at least one whole line (however long), and its offset."""
-    chunk = _AUDIT_TAIL_BYTES
-    while True:
-        start = max(0, size - chunk)
-        handle.seek(start)
-        tail: bytes = handle.read()
-        body = tail[: tail.rfind(b"\n")]  # without the last line's newline (or torn tail)
-        if start == 0 or b"\n" in body:
-            return tail, start
-        chunk *= 4
 
 
 @atexit.register

@@ -29,15 +29,19 @@ from .errors import InvalidInput
 __all__ = [
     "ARCHIVE_TITLE",
     "CATEGORY_TITLES",
+    "CompactResult",
     "DEFAULT_CATEGORY",
     "Item",
     "Source",
+    "Status",
     "category_title",
+    "clean_session",
     "clean_text",
     "new_item_id",
     "normalize_category",
     "normalize_text",
     "now",
+    "parse_source",
 ]
 
 MAX_TEXT_CHARS = 4000
@@ -108,6 +112,27 @@ def normalize_text(text: str) -> str:
     folded = _SPACES.sub(" ", _CONTROL.sub(" ", folded)).strip()
     folded = _TRAILING.sub("", folded).strip(_QUOTES + " ")
     return folded
+
+
+def parse_source(source: Source | str) -> Source:
+    """``source`` as a ``Source``, or ``InvalidInput`` naming the allowed values."""
+    try:
+        return Source(source)
+    except ValueError:
+        allowed = ", ".join(member.value for member in Source)
+        raise InvalidInput(f"source must be one of {allowed}, not {source!r}") from None
+
+
+def clean_session(session: str | None) -> str | None:
+    """A session id as stored: one line of at most 200 characters, or None."""
+    if session is None:
+        return None
+    if not isinstance(session, str):
+        raise InvalidInput(f"session must be a string, not {type(session).__name__}")
+    value = clean_text(session)
+    if len(value) > 200:
+        raise InvalidInput("session id is longer than 200 characters")
+    return value
 
 
 def normalize_category(category: str | None) -> str:
@@ -220,3 +245,30 @@ def _parse_optional_time(value: Any) -> datetime | None:
 
 def _format_optional_time(value: datetime | None) -> str | None:
     return None if value is None else value.isoformat()
+
+
+@dataclass(frozen=True, slots=True)
+class Status:
+    """What ``Memory.status()`` reports."""
+
+    workspace: str
+    group: str | None
+    items: int
+    superseded: int
+    lsn: int
+    journal_records: int
+    journal_bytes: int
+    unsynced: int
+    quarantined: int
+    notices: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.__slots__}
+
+
+@dataclass(frozen=True, slots=True)
+class CompactResult:
+    """What ``Memory.compact()`` did."""
+
+    removed: int
+    kept: int
