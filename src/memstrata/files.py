@@ -66,7 +66,7 @@ def fsync_dir(path: Path) -> None:
 
 def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
     """Replace ``path`` with ``data`` atomically (see the module invariants)."""
-    temp = path.with_name(f"{path.name}{TEMP_MARK}{os.getpid()}-{secrets.token_hex(4)}")
+    temp = _temp_path(path)
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
         view = memoryview(data)
@@ -141,7 +141,7 @@ def create_new(path: Path, data: bytes) -> bool:
     The bytes go to a temporary file that is hard-linked into place, so another
     process sees no file or the whole file. Returns False if ``path`` existed.
     """
-    temp = path.with_name(f"{path.name}{TEMP_MARK}{os.getpid()}-{secrets.token_hex(4)}")
+    temp = _temp_path(path)
     temp.write_bytes(data)
     try:
         os.link(temp, path)
@@ -167,7 +167,13 @@ def sweep_temp_files(directory: Path) -> list[Path]:
     return removed
 
 
+def _temp_path(path: Path) -> Path:
+    """A unique temporary name beside ``path``: ``<name>.tmp-<pid>-<random>``."""
+    return path.with_name(f"{path.name}{TEMP_MARK}{os.getpid()}-{secrets.token_hex(4)}")
+
+
 def _writer_alive(name: str) -> bool:
+    """Whether the process that made temporary file ``name`` (``_temp_path``) still runs."""
     pid_text = name.rsplit(TEMP_MARK, 1)[1].split("-", 1)[0]
     if not pid_text.isdigit():
         return False

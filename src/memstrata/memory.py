@@ -101,6 +101,7 @@ class Memory:
             on_quarantine=functools.partial(quarantine_bytes, workspace.quarantine, "journal.wal"),
         )
         self._markdown: Fingerprint | None = None
+        self._header_seen: dict[str, Any] | None = None  # journal header already taken in
         self._notices: list[str] = []
         self._checkpoint_timer: threading.Timer | None = None
         self._closed = False
@@ -234,12 +235,11 @@ class Memory:
             old = self._require(item_id)
             if not old.is_live:
                 raise Conflict(f"item {old.id} is already superseded by {old.superseded_by}")
-            existing = self._store.find_live(line)
-            if existing is not None and existing.id == old.id:
-                raise InvalidInput(f"the correction says what item {old.id} already says")
             at = now()
             kind = normalize_category(category) if category else old.category
             new = self._live_or_new(line, kind, origin, session, at)
+            if new.id == old.id:
+                raise InvalidInput(f"the correction says what item {old.id} already says")
             retired = old.evolve(valid_to=at, superseded_by=new.id, updated_at=at)
             items = [retired.to_dict(), new.to_dict()]
             self._write(OP_PUT, {"items": items, "reason": "supersede"}, sync=True)
@@ -380,10 +380,10 @@ class Memory:
         for folder in (ws.path, ws.path / "memory", ws.system):
             sweep_temp_files(folder)
         snapshot = self._reset_from_files()
-        for record in self._journal.open(base_lsn=self._store.lsn):
-            self._store.apply(record)
-        # A rebuilt store starts below the journal's base: never let lsn go back.
-        self._store.lsn = max(self._store.lsn, self._journal.last_lsn)
+        self._replay(self._journal.open(base_lsn=self._store.lsn))
+        # The snapshot's MEMORY.md fingerprint is newer than this header if a
+        # crash came between writing it and replacing the journal.
+        self._header_seen = self._journal.header
         for problem in self._journal.problems:
             self._notice(f"journal: {problem.kind} record at byte {problem.offset} set aside")
         changed = False
@@ -477,13 +477,20 @@ class Memory:
                 # Others checkpointed more than once since we last read: the
                 # records in between are only in their snapshot. Start from it.
                 self._reset_from_files()
-                for record in self._journal.records:
-                    self._store.apply(record)
-                self._store.lsn = max(self._store.lsn, self._journal.last_lsn)
+                self._replay(self._journal.records)
                 self._journal.gap = False
-            header = Fingerprint.from_dict(self._journal.header.get("markdown"))
-            if header is not None:
-                self._markdown = header
+            if self._journal.header is not self._header_seen:  # a new journal file
+                self._header_seen = self._journal.header
+                header = Fingerprint.from_dict(self._header_seen.get("markdown"))
+                if header is not None:
+                    self._markdown = header
+
+    def _replay(self, records: builtins.list[Record]) -> None:
+        """Apply journal records on top of a state just loaded from the files."""
+        for record in records:
+            self._store.apply(record)
+        # A store rebuilt from MEMORY.md starts below the journal's base: never go back.
+        self._store.lsn = max(self._store.lsn, self._journal.last_lsn)
 
     def _refresh(self) -> None:
         """Readers: pick up other processes' writes (one stat when nothing changed)."""
