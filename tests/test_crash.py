@@ -55,6 +55,7 @@ class Acknowledged:
     remembered: set[str] = field(default_factory=set)
     forgotten: set[str] = field(default_factory=set)
     forgetting: set[str] = field(default_factory=set)  # forget called, maybe not returned
+    writes: int = 0  # acknowledged remember/forget calls over all rounds
 
     @property
     def must_exist(self) -> set[str]:
@@ -167,24 +168,27 @@ def assert_final_state(ws: Path, acked: Acknowledged) -> None:
         assert entry.reason.startswith("torn"), entry  # only torn tails were set aside
 
 
-def test_sigkill_at_random_moments_loses_no_acknowledged_write(tmp_path: Path) -> None:
-    ws = tmp_path / "ws"
+def kill_rounds(ws: Path, modes: list[str], rounds: int, *, early_kill: bool) -> Acknowledged:
+    """``rounds`` kill rounds cycling through ``modes``, each checked; what was acknowledged."""
     seed = random.randrange(2**32)
     rng = random.Random(seed)
     acked = Acknowledged()
-    modes = ["sync", "cp", "forget", "cp forget"]
-    writes = 0
-    for round_no in range(40):
+    for round_no in range(rounds):
         mode = modes[round_no % len(modes)]
-        output = kill_round(ws, mode, rng, early_kill=round_no > 0)
-        writes += acked.take(output)
-        context = f"seed {seed}, round {round_no}, mode {mode!r}"
+        output = kill_round(ws, mode, rng, early_kill=early_kill and round_no > 0)
+        acked.writes += acked.take(output)
         try:
             assert_no_corrupt_files(ws, after_kill=True)
             assert_everything_acknowledged_is_there(ws, acked)
         except AssertionError as exc:
-            raise AssertionError(f"{context}: {exc}") from exc
-    assert writes >= 100, "the kills landed too early to test anything"
+            raise AssertionError(f"seed {seed}, round {round_no}, mode {mode!r}: {exc}") from exc
+    return acked
+
+
+def test_sigkill_at_random_moments_loses_no_acknowledged_write(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    acked = kill_rounds(ws, ["sync", "cp", "forget", "cp forget"], 40, early_kill=True)
+    assert acked.writes >= 100, "the kills landed too early to test anything"
     assert acked.forgotten, "no forget was acknowledged"
     assert_final_state(ws, acked)
 
@@ -192,17 +196,6 @@ def test_sigkill_at_random_moments_loses_no_acknowledged_write(tmp_path: Path) -
 def test_group_committed_writes_survive_sigkill(tmp_path: Path) -> None:
     """``sync=False`` hands the record to the kernel before returning: kill -9 cannot lose it."""
     ws = tmp_path / "ws"
-    seed = random.randrange(2**32)
-    rng = random.Random(seed)
-    acked = Acknowledged()
-    writes = 0
-    for round_no in range(12):
-        mode = "nosync cp" if round_no % 2 else "nosync"
-        writes += acked.take(kill_round(ws, mode, rng, early_kill=False))
-        try:
-            assert_no_corrupt_files(ws, after_kill=True)
-            assert_everything_acknowledged_is_there(ws, acked)
-        except AssertionError as exc:
-            raise AssertionError(f"seed {seed}, round {round_no}: {exc}") from exc
-    assert writes >= 30, "the kills landed too early to test anything"
+    acked = kill_rounds(ws, ["nosync", "nosync cp"], 12, early_kill=False)
+    assert acked.writes >= 30, "the kills landed too early to test anything"
     assert_final_state(ws, acked)

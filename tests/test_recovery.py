@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from memstrata import Corrupt, Item, Memory, Source
 from memstrata.doctor import Level, diagnose
@@ -17,6 +15,7 @@ from memstrata.model import new_item_id
 from memstrata.store import markdown
 from memstrata.store.longterm import Fingerprint, Snapshot, snapshot_row
 from memstrata.workspace import Workspace
+from strategies import item_lists
 
 
 def _seed(ws: Path, count: int = 3) -> list[Item]:
@@ -128,39 +127,10 @@ def test_doctor_names_a_bad_settings_file(ws: Path) -> None:
     assert bad.check == "settings" and "unknown setting flush_every" in bad.message
 
 
-EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
-# Printable words joined by single spaces: no filtering, so no health-check failures.
-words = st.text(
-    st.characters(blacklist_categories=("Cc", "Cf", "Cs", "Zl", "Zp", "Zs")),
-    min_size=1,
-    max_size=12,
-)
-texts = st.lists(words, min_size=1, max_size=4).map(" ".join)
-
-
-@st.composite
-def stored_items(draw: st.DrawFn) -> Item:
-    offset = timedelta(seconds=draw(st.integers(0, 10**8)))
-    archived = draw(st.booleans())
-    return Item(
-        id=new_item_id(),
-        text=draw(texts),
-        category=draw(st.sampled_from(["fact", "preference", "decision", "Travel plans"])),
-        source=draw(st.sampled_from(list(Source))),
-        session=draw(st.none() | st.sampled_from(["s1", "telegram:42"])),
-        created_at=EPOCH + offset,
-        updated_at=EPOCH + offset * 2,
-        hits=draw(st.integers(0, 50)),
-        valid_from=EPOCH + offset,
-        valid_to=EPOCH + offset * 3 if archived else None,
-        superseded_by=new_item_id() if archived else None,
-    )
-
-
 @settings(
     max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-@given(st.lists(stored_items(), max_size=20, unique_by=lambda item: item.id))
+@given(item_lists)
 def test_items_round_trip_through_memory_md_and_snapshot(tmp_path: Path, items: list[Item]) -> None:
     ws = tmp_path / f"ws-{new_item_id()}"
     with Memory.open(ws):
