@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memstrata.capture.scan import CATEGORIES, Entry, load_rules, scan
 from memstrata.errors import InvalidInput
@@ -276,3 +278,70 @@ def test_categories_are_the_six_of_the_guide() -> None:
         "specific_value",
         "remember",
     }
+
+
+# -- the head index (capture.heads) never changes a result ----------------------------
+
+
+def _fragments() -> list[str]:
+    """Pieces the generated messages are made of: every trigger of the built-in
+    packs, words of the corpus, and the characters ``lower()`` and ``re`` treat
+    differently (İ, ſ, ı, final sigma, full-width and Arabic-Indic digits)."""
+    import tomllib
+    from importlib import resources
+
+    pieces: set[str] = set()
+    for pack in resources.files("memstrata.capture").joinpath("rules").iterdir():
+        if pack.name.endswith(".toml"):
+            for rule in tomllib.loads(pack.read_text(encoding="utf-8")).get("rule", []):
+                pieces.update(t for t in rule.get("triggers", []) if t != "{DIGIT}")
+    for message in corpus()[::7]:
+        pieces.update(str(message["text"]).split()[:6])
+    pieces.update(["İ", "ſ", "ı", "ς", "Σ", "５", "٣", "'", '"', "«", "»", "?", ".", "。", "\n"])
+    return sorted(pieces)
+
+
+FRAGMENTS = _fragments()
+GATED, UNGATED = load_rules(), load_rules(use_triggers=False)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(FRAGMENTS),
+            st.sampled_from(["", " ", "  ", ", ", ". ", "! ", "? ", "\n"]),
+            st.sampled_from([str, str.upper, str.title, str.capitalize]),
+        ),
+        max_size=14,
+    )
+)
+def test_heads_find_what_a_full_search_finds(parts: list[tuple[str, str, object]]) -> None:
+    text = "".join(case(piece) + gap for piece, gap, case in parts)  # type: ignore[operator]
+    assert scan(text, rules=GATED) == scan(text, rules=UNGATED)
+    for languages in (["en", "uz"], ["ru"], ["zh"], ["en", "uz", "ru", "zh"]):
+        assert scan(text, languages=languages, rules=GATED) == scan(
+            text, languages=languages, rules=UNGATED
+        )
+
+
+def test_heads_leave_patterns_they_cannot_read_to_a_full_search(tmp_path: Path) -> None:
+    (tmp_path / "odd.toml").write_text(
+        'language = "en"\n'
+        "[[rule]]\n"
+        'category = "remember"\n'
+        "pattern = ['(?:\\w+) again', '\\w*later', '[A-Z]\\d+ is mine', '(?<=my )pet', 'x?']\n",
+        encoding="utf-8",
+    )
+    gated, ungated = load_rules(tmp_path), load_rules(tmp_path, use_triggers=False)
+    for text in [
+        "ping again ping",
+        "my pet",
+        "do it later",
+        "K9 is mine",
+        "",
+        "nothing here",
+        "İş later",
+    ]:
+        assert scan(text, rules=gated) == scan(text, rules=ungated), text
+    assert [e.text for e in scan("K9 is mine. Then ping again", rules=gated)] == ["K9 is mine."]

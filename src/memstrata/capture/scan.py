@@ -49,15 +49,18 @@ test suite checks the built-in packs against ``use_triggers=False``.
 
 from __future__ import annotations
 
+import itertools
 import re
 import tomllib
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from bisect import bisect_left, bisect_right
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidInput
+from .heads import DIGITS, Finder, Head, Search, analyse, find, finder, proven
 
 __all__ = ["CATEGORIES", "Entry", "RuleSet", "load_rules", "scan"]
 
@@ -75,7 +78,6 @@ _MACROS = {
     "{UP}": r"(?-i:[A-ZА-ЯЁ])",
 }
 _RULE_KEYS = {"name", "category", "pattern", "unless", "flags", "triggers"}
-_DIGITS = tuple("0123456789０１２３４５６７８９")
 _FLAGS = {"case_sensitive"}
 _SENTENCE_END = re.compile(r"[.!?…]+(?=\s)|[。！？；\n]+|[.!?…]+$")
 _QUOTED = re.compile(r"(?<!\w)'[^'\n]+'(?!\w)|\"[^\"\n]+\"|“[^”\n]+”|«[^»\n]+»|「[^」\n]+」")
@@ -94,14 +96,15 @@ class Entry:
 
 @dataclass(frozen=True, slots=True)
 class _Category:
-    pattern: re.Pattern[str]
+    search: Search
     unless: Mapping[str, re.Pattern[str]]  # group name -> veto on the sentence
-    triggers: re.Pattern[str] | None  # literals, one must occur in the lower-cased text
+    triggers: tuple[str, ...]  # one must occur in the lower-cased text; () for any text
+    proven: int = 0  # the alternatives whose every match holds a trigger
 
 
 @dataclass(frozen=True, slots=True)
 class _Pack:
-    veto: re.Pattern[str] | None
+    veto: Search | None
     categories: Mapping[str, _Category]
 
 
@@ -110,6 +113,8 @@ class RuleSet:
     """Compiled packs by language code."""
 
     packs: Mapping[str, _Pack]
+    fast: bool = True  # False: every pattern searches the whole text (the reference)
+    finders: dict[tuple[str, ...], Finder] = field(default_factory=dict, repr=False, compare=False)
 
 
 def _expand(source: str) -> str:
@@ -179,46 +184,14 @@ def _triggers(rule: dict[str, Any], where: str) -> tuple[str, ...] | None:
         raise InvalidInput(f"{where}: triggers must be a non-empty list of non-empty strings")
     out: list[str] = []
     for trigger in raw:
-        out += _DIGITS if trigger == "{DIGIT}" else [trigger.lower()]
+        out += DIGITS if trigger == "{DIGIT}" else [trigger.lower()]
     return tuple(out)
-
-
-def _has_top_level_bar(source: str) -> bool:
-    depth, in_class, escaped = 0, False, False
-    for char in source:
-        if escaped:
-            escaped = False
-        elif char == "\\":
-            escaped = True
-        elif in_class:
-            in_class = char != "]"
-        elif char == "[":
-            in_class = True
-        elif char in "()":
-            depth += 1 if char == "(" else -1
-        elif char == "|" and depth <= 0:
-            return True
-    return False
-
-
-def _combine(alternatives: list[str]) -> re.Pattern[str]:
-    """One case-insensitive alternation; a leading ``\\b`` is hoisted out of the
-    alternatives that share it, so most positions fail on one boundary test."""
-    bounded, other = [], []
-    for alt in alternatives:
-        head, _, rest = alt.partition(">") if alt.startswith("(?P<") else ("", "", alt)
-        if rest.startswith(r"\b") and not _has_top_level_bar(rest):
-            bounded.append(f"{head}>{rest[2:]}" if head else rest[2:])
-        else:
-            other.append(alt)
-    parts = ([r"\b(?:" + "|".join(bounded) + ")"] if bounded else []) + other
-    return re.compile("|".join(parts), re.I)
 
 
 def _compile(raw_packs: dict[str, dict[str, Any]], use_triggers: bool) -> RuleSet:
     packs: dict[str, _Pack] = {}
     for language, raw in raw_packs.items():
-        veto = _combine(raw["vetoes"]) if raw["vetoes"] else None
+        veto = analyse(raw["vetoes"]) if raw["vetoes"] else None
         categories: dict[str, _Category] = {}
         for category in CATEGORIES:
             alternatives, unless = [], {}
@@ -234,11 +207,11 @@ def _compile(raw_packs: dict[str, dict[str, Any]], use_triggers: bool) -> RuleSe
                 else:
                     alternatives += body
             if alternatives:
-                literals = "|".join(map(re.escape, dict.fromkeys(gate))) if gate else None
-                triggers = re.compile(literals) if literals else None
-                categories[category] = _Category(_combine(alternatives), unless, triggers)
+                triggers = tuple(dict.fromkeys(gate or ()))
+                found = analyse(alternatives)
+                categories[category] = _Category(found, unless, triggers, proven(found, triggers))
         packs[language] = _Pack(veto, categories)
-    return RuleSet(packs)
+    return RuleSet(packs, fast=use_triggers)
 
 
 def load_rules(extra_dir: Path | None = None, *, use_triggers: bool = True) -> RuleSet:
@@ -263,60 +236,199 @@ def load_rules(extra_dir: Path | None = None, *, use_triggers: bool = True) -> R
 
 
 _DEFAULT = load_rules()
+_SLOTS = len(CATEGORIES) + 1  # per language: one slot per category, then the vetoes
+_VETO = len(CATEGORIES)
+_OFFSET = {category: offset for offset, category in enumerate(CATEGORIES)}
+_MARKS = ".!?…。！？；\n"  # the characters _SENTENCE_END is made of
+_NONE: list[Head] = []
 
 
-def _detect(text: str) -> list[str]:
+def _finder(rules: RuleSet, codes: tuple[str, ...]) -> Finder:
+    """The finder of the heads of these languages' packs, by slot (language
+    index, then category or vetoes); made once per rule set and languages."""
+    found = rules.finders.get(codes)
+    if found is None:
+        searches: dict[int, Search] = {}
+        for index, code in enumerate(codes):
+            pack = rules.packs[code]
+            for category, compiled in pack.categories.items():
+                searches[index * _SLOTS + _OFFSET[category]] = compiled.search
+            if pack.veto is not None:
+                searches[index * _SLOTS + _VETO] = pack.veto
+        found = rules.finders[codes] = finder(searches)
+    return found
+
+
+# -- scanning ----------------------------------------------------------------------
+
+
+def _detect(text: str) -> tuple[str, ...]:
+    if text.isascii():
+        return ("en", "uz")
     found = []
     if _CYRILLIC.search(text):
         found.append("ru")
     if _CJK.search(text):
         found.append("zh")
-    return found or ["en", "uz"]
+    return tuple(found) or ("en", "uz")
 
 
-def _sentence(text: str, pos: int) -> tuple[int, int]:
-    start = 0
-    for end_mark in _SENTENCE_END.finditer(text, 0, pos):
-        start = end_mark.end()
-    tail = _SENTENCE_END.search(text, pos)
-    end = tail.end() if tail else len(text)
-    while start < end and text[start].isspace():
-        start += 1
-    return start, end
+class _Message:
+    """A text being scanned, and what is worked out about it at most once."""
+
+    __slots__ = ("text", "lowered", "starts", "_ends", "_quotes")
+
+    def __init__(self, text: str, lowered: str, seeker: Finder | None) -> None:
+        self.text, self.lowered = text, lowered
+        self.starts = find(seeker, text, lowered) if seeker else None
+        self._ends: list[int] | None = None
+        self._quotes: list[tuple[int, int]] | None = None
+
+    def sentence(self, pos: int) -> tuple[int, int]:
+        """The sentence around ``pos``: it starts after the last sentence end in
+        ``text[:pos]`` (one that ``pos`` cuts counts), ends with the next one."""
+        if self._ends is None:
+            self._ends = [mark.end() for mark in _SENTENCE_END.finditer(self.text)]
+        ends, text = self._ends, self.text
+        after = bisect_right(ends, pos)
+        end = ends[after] if after < len(ends) else len(text)
+        start = pos if pos and text[pos - 1] in _MARKS else ends[after - 1] if after else 0
+        while start < end and text[start].isspace():
+            start += 1
+        return start, end
+
+    def quoted(self, pos: int) -> bool:
+        if self._quotes is None:
+            self._quotes = [quote.span() for quote in _QUOTED.finditer(self.text)]
+        return any(start < pos < end for start, end in self._quotes)
+
+    def holds(self, literals: Collection[str] | None, span: tuple[int, int] | None = None) -> bool:
+        """Whether the lower-cased text (``span`` of it) holds one of ``literals``
+        (any text does, for None)."""
+        if literals is None:
+            return True
+        lowered = self.lowered if span is None else self.lowered[span[0] : span[1]]
+        return any(map(lowered.__contains__, literals))
 
 
-def _quoted(text: str, pos: int) -> bool:
-    return any(q.start() < pos < q.end() for q in _QUOTED.finditer(text))
+def _matches(category: _Category, message: _Message, slot: int) -> Iterator[re.Match[str]] | None:
+    """What ``pattern.finditer(text)`` yields if the category's triggers occur;
+    None where it is known to yield nothing."""
+    found = category.search
+    if message.starts is None or found.plain:
+        if not message.holds(category.triggers or None):
+            return None
+        return found.pattern.finditer(message.text)
+    heads = message.starts.get(slot, _NONE)
+    rest = found.rest if found.rest is not None and message.holds(found.needs) else None
+    return _chain(category, rest, message, heads) if heads or rest else None
+
+
+def _chain(
+    category: _Category, rest: re.Pattern[str] | None, message: _Message, heads: list[Head]
+) -> Iterator[re.Match[str]]:
+    """``pattern.finditer(text)`` if the category's triggers occur, trying the
+    alternatives only where one of their heads starts, or where ``rest`` matches:
+    no match can start elsewhere."""
+    found, text = category.search, message.text
+    never = len(text) + 1
+    floor = index = 0  # every match that starts before floor is yielded already
+    upcoming = -1 if rest is not None else never  # where rest matches next
+    gated = not category.triggers  # the text is known to hold a trigger
+    while True:
+        while index < len(heads) and heads[index][0] < floor:
+            index += 1
+        if rest is not None and upcoming < floor:
+            hit = rest.search(text, floor)
+            upcoming = hit.start() if hit else never
+        at = min(heads[index][0] if index < len(heads) else never, upcoming)
+        if at >= never:
+            return
+        mask = -1 if at == upcoming else _mask(heads, index)
+        match = (found.pattern if mask < 0 else found.subset(mask)).match(text, at)
+        if match is None:
+            floor = at + 1
+            continue
+        if not gated:  # as without heads: no match at all if no trigger occurs
+            gated = 0 <= mask == mask & category.proven or message.holds(category.triggers)
+            if not gated:
+                return
+        yield match
+        floor = match.end()
+
+
+def _mask(heads: list[Head], index: int) -> int:
+    """The alternatives whose heads start where ``heads[index]`` does."""
+    at, mask = heads[index]
+    index += 1
+    while index < len(heads) and heads[index][0] == at:
+        mask |= heads[index][1]
+        index += 1
+    return mask
+
+
+def _vetoed(veto: Search | None, message: _Message, span: tuple[int, int], slot: int) -> bool:
+    """Whether the pack's vetoes match the sentence ``span``."""
+    if veto is None:
+        return False
+    start, end = span
+    sentence = message.text[start:end]
+    if message.starts is None or veto.plain:
+        return veto.pattern.search(sentence) is not None
+    heads = message.starts.get(slot, _NONE)
+    for pos, mask in itertools.islice(heads, bisect_left(heads, (start,)), None):
+        if pos >= end:
+            break
+        if veto.subset(mask).match(sentence, pos - start):
+            return True
+    rest = veto.rest
+    return rest is not None and message.holds(veto.needs, span) and bool(rest.search(sentence))
+
+
+def _first(
+    category: str,
+    matches: Iterator[re.Match[str]],
+    pack: _Pack,
+    message: _Message,
+    slot: int,
+    vetoed: dict[tuple[int, int], bool],
+) -> Entry | None:
+    """The category's entry: its first match no veto, ``unless`` or quote spoils."""
+    unless_by_group = pack.categories[category].unless
+    for match in matches:
+        span = message.sentence(match.start())
+        if span not in vetoed:
+            vetoed[span] = _vetoed(pack.veto, message, span, slot)
+        sentence = message.text[span[0] : span[1]]
+        unless = unless_by_group.get((match.lastgroup or "").partition("_")[0])
+        if vetoed[span] or (unless and unless.search(sentence)) or message.quoted(match.start()):
+            continue
+        return Entry(category, sentence, span)
+    return None
 
 
 def scan(
     text: str, *, languages: Sequence[str] | None = None, rules: RuleSet | None = None
 ) -> list[Entry]:
     """The entries ``text`` holds, at most one per category, in message order."""
-    packs = (rules or _DEFAULT).packs
+    ruleset = rules or _DEFAULT
+    codes = tuple(languages) if languages is not None else _detect(text)
+    for code in codes:
+        if code not in ruleset.packs:
+            raise InvalidInput(f"no capture rules for language {code!r}")
+    seeker = _finder(ruleset, codes) if ruleset.fast else None
+    message = _Message(text, text.lower(), seeker)
+    starts, always = message.starts, seeker.always if seeker else frozenset()
     found: dict[str, Entry] = {}
-    vetoed: dict[tuple[str, int, int], bool] = {}
-    lowered = text.lower()
-    for language in languages if languages is not None else _detect(text):
-        pack = packs.get(language)
-        if pack is None:
-            raise InvalidInput(f"no capture rules for language {language!r}")
+    for index, code in enumerate(codes):
+        pack, base = ruleset.packs[code], index * _SLOTS
+        vetoed: dict[tuple[int, int], bool] = {}
         for category, compiled in pack.categories.items():
-            if category in found:
-                continue
-            if compiled.triggers and not compiled.triggers.search(lowered):
-                continue
-            for match in compiled.pattern.finditer(text):
-                span = _sentence(text, match.start())
-                sentence = text[span[0] : span[1]]
-                key = (language, *span)
-                if key not in vetoed:
-                    vetoed[key] = bool(pack.veto and pack.veto.search(sentence))
-                unless = compiled.unless.get((match.lastgroup or "").partition("_")[0])
-                if vetoed[key] or (unless and unless.search(sentence)):
-                    continue
-                if _quoted(text, match.start()):
-                    continue
-                found[category] = Entry(category, sentence, span)
-                break
-    return sorted(found.values(), key=lambda e: (e.span[0], CATEGORIES.index(e.category)))
+            slot = base + _OFFSET[category]
+            if category in found or (starts is not None and not (slot in starts or slot in always)):
+                continue  # no match: no head found, no rest to search
+            matches = _matches(compiled, message, slot)
+            entry = matches and _first(category, matches, pack, message, base + _VETO, vetoed)
+            if entry:
+                found[category] = entry
+    return sorted(found.values(), key=lambda e: (e.span[0], _OFFSET[e.category]))

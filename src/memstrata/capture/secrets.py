@@ -79,10 +79,23 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .secret_shapes import (
+    ASCII_ALNUM,
+    DIGITS,
+    JWT,
+    NOT_DIGITS,
+    PEM,
+    PREFIXED,
+    URL_PASSWORD,
+    cards,
+    marker_before,
+    prefixed_ok,
+    random_looking,
+)
+
 __all__ = ["Redacted", "contains_secret", "redact"]
 
 _MARK = "[REDACTED:"
-_MARKER_TAIL = re.compile(r"\[REDACTED:[a-z_]+\]$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,8 +168,7 @@ def _replace(
 # A find: (start, end, kind) of the characters to replace.
 _Find = tuple[int, int, str]
 
-_ASCII_ALNUM = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
-_IDENT = _ASCII_ALNUM | frozenset("_.-")
+_IDENT = ASCII_ALNUM | frozenset("_.-")
 
 
 def _merged(text: str) -> list[_Find]:
@@ -184,7 +196,7 @@ def _find(text: str) -> list[_Find]:
     """
     finds: list[_Find] = []
     if "-----BEGIN" in text:
-        finds.extend((m.start(), m.end(), "private_key") for m in _PEM.finditer(text))
+        finds.extend((m.start(), m.end(), "private_key") for m in PEM.finditer(text))
     if (
         "_" in text  # sk_live_ rk_live_ ghp_ github_pat_ hf_ ...
         or "sk-" in text
@@ -194,21 +206,21 @@ def _find(text: str) -> list[_Find]:
         or "ASIA" in text
         or "AIza" in text
     ):
-        for m in _PREFIXED.finditer(text):
-            if _prefixed_ok(text, m):
+        for m in PREFIXED.finditer(text):
+            if prefixed_ok(text, m):
                 finds.append((m.start(), m.end(), "api_key"))
     if "eyJ" in text:
-        for m in _JWT.finditer(text):
-            if not _marker_before(text, m.start()):
+        for m in JWT.finditer(text):
+            if not marker_before(text, m.start()):
                 finds.append((m.start(), m.end(), "token"))
     if "://" in text:
-        for m in _URL_PASSWORD.finditer(text):
+        for m in URL_PASSWORD.finditer(text):
             _add_value(finds, text, m.start("v"), m.end("v"), "connection_string")
     # A card has 13 ASCII digits or more; UTF-8 keeps them one byte each, and counting
     # them with bytes.translate is several times faster than str.count or a scan.
-    if len(text.encode("utf-8", "surrogatepass").translate(None, _NOT_DIGITS)) >= 13:
-        for m in _DIGITS.finditer(text):
-            finds.extend((start, end, "card") for start, end in _cards(text, m.start(), m.end()))
+    if len(text.encode("utf-8", "surrogatepass").translate(None, NOT_DIGITS)) >= 13:
+        for m in DIGITS.finditer(text):
+            finds.extend((start, end, "card") for start, end in cards(text, m.start(), m.end()))
     folded = text.lower()
     if _has_word_trigger(folded):
         # The word rules scan the lower-cased text (literal prefixes, no case folding at
@@ -264,24 +276,6 @@ def _has_word_trigger(folded: str) -> bool:
     )
 
 
-def _left_boundary(text: str, start: int) -> bool:
-    """No ASCII letter or digit right before ``start`` (a shape must not start mid-word)."""
-    return start == 0 or (text[start - 1] not in _ASCII_ALNUM and not _marker_before(text, start))
-
-
-def _marker_before(text: str, position: int) -> bool:
-    """A ``[REDACTED:kind]`` marker ends right before ``position``.
-
-    Every boundary check counts a marker as a letter: what stood there may have been
-    one, and a second pass must not find a secret the first pass did not.
-    """
-    return (
-        position > 0
-        and text[position - 1] == "]"
-        and _MARKER_TAIL.search(text, max(0, position - 40), position) is not None
-    )
-
-
 def _value_span(text: str, start: int, end: int) -> tuple[int, int, bool]:
     """The value ``text[start:end]`` without its quotes and cut at a redaction marker.
 
@@ -301,121 +295,6 @@ def _add_value(finds: list[_Find], text: str, start: int, end: int, kind: str) -
     start, end, _ = _value_span(text, start, end)
     if end > start:
         finds.append((start, end, kind))
-
-
-# --- shapes -------------------------------------------------------------------------------------
-
-_PEM = re.compile(
-    r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
-    r"(?:.*?-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|.*)",
-    re.DOTALL,
-)
-
-# Each alternative starts with a literal, so the engine skips ahead to candidate characters.
-_PREFIXED = re.compile(
-    r"sk-[A-Za-z0-9_-]{20,}"
-    r"|sk_(?:live|test)_[A-Za-z0-9]{10,}"
-    r"|rk_(?:live|test)_[A-Za-z0-9]{10,}"
-    r"|gh[pousr]_[A-Za-z0-9]{20,}"
-    r"|github_pat_[A-Za-z0-9_]{20,}"
-    r"|glpat-[A-Za-z0-9_-]{20,}"
-    r"|AKIA[A-Z0-9]{16}(?![A-Za-z0-9])"
-    r"|ASIA[A-Z0-9]{16}(?![A-Za-z0-9])"
-    r"|AIza[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])"
-    r"|xox[abpr]-[A-Za-z0-9-]{10,}"
-    r"|hf_[A-Za-z0-9]{30,}"
-)
-
-# Starts only where a base64url run starts (the look-behind after the "e"), so that a long
-# run of "eyJeyJ..." is read once, not once per "eyJ" in it.
-_JWT = re.compile(
-    r"e(?<![A-Za-z0-9_-]e)yJ[A-Za-z0-9_-]{4,}+\.eyJ[A-Za-z0-9_-]{4,}+\.[A-Za-z0-9_-]*+"
-)
-
-# The user part may be empty (redis://:password@host); the password runs to the last @
-# before a slash or a space, so an @ inside it does not leak its tail.
-_URL_PASSWORD = re.compile(r"://[^\s:/?#@\[\]]*:(?P<v>[^\s/]+)@")
-
-# A run of 13 or more ASCII digits, single spaces or dashes allowed between them, that
-# does not start inside a word or number. (The look-behind after the first digit keeps
-# the engine's skip-ahead to digits; possessive repeats stop it from retrying shorter
-# runs inside a long number.)
-_DIGITS = re.compile(r"[0-9](?<![A-Za-z0-9][0-9])(?:[ -]?+[0-9]){12,}+")
-_GROUPS = re.compile(r"[ -]")
-_NOT_DIGITS = bytes(byte for byte in range(256) if not 0x30 <= byte <= 0x39)
-
-
-def _random_looking(key: str) -> bool:
-    """Has a digit, or both cases: what a generated key has and a word or identifier lacks."""
-    return any(c.isdigit() for c in key) or (not key.islower() and not key.isupper())
-
-
-def _prefixed_ok(text: str, m: re.Match[str]) -> bool:
-    if not _left_boundary(text, m.start()):
-        return False
-    key = m.group()
-    # "sk-" and "hf_" also begin ordinary words and identifiers ("sk-learn-compatible-...").
-    return not key.startswith(("sk-", "hf_")) or _random_looking(key[3:])
-
-
-def _luhn(digits: str) -> bool:
-    total = 0
-    for position, char in enumerate(reversed(digits)):
-        digit = int(char)
-        if position % 2:
-            digit = digit * 2 - 9 if digit > 4 else digit * 2
-        total += digit
-    return total % 10 == 0
-
-
-def _is_card(digits: str) -> bool:
-    return 13 <= len(digits) <= 19 and len(set(digits)) > 1 and _luhn(digits)
-
-
-def _cards(text: str, start: int, end: int) -> list[tuple[int, int]]:
-    """The card numbers in the digit run ``text[start:end]``.
-
-    A card is one group of 13-19 digits, or consecutive groups (the first of 4 digits,
-    the others of 3-6) holding 13-19 digits, that passes Luhn; the longest one wins, so a
-    card among other numbers ("#1 4111 1111 1111 1111 123") is still found. A run that
-    continues a decimal number, or a card glued to a following letter, is no card.
-    """
-    if _marker_before(text, start):
-        return []
-    if (
-        start >= 2
-        and text[start - 1] in ".,"
-        and (text[start - 2].isdigit() or _marker_before(text, start - 1))
-    ):
-        return []
-    groups: list[tuple[int, int]] = []
-    position = start
-    for group in _GROUPS.split(text[start:end]):
-        groups.append((position, position + len(group)))
-        position += len(group) + 1
-    cards: list[tuple[int, int]] = []
-    index = 0
-    while index < len(groups):
-        first_start, first_end = groups[index]
-        last: int | None = None
-        if 13 <= first_end - first_start <= 19:
-            last = index if _is_card(text[first_start:first_end]) else None
-        elif first_end - first_start == 4:
-            digits = text[first_start:first_end]
-            for later in range(index + 1, len(groups)):
-                group_start, group_end = groups[later]
-                digits += text[group_start:group_end]
-                if not 3 <= group_end - group_start <= 6 or len(digits) > 19:
-                    break
-                if _is_card(digits):
-                    last = later
-        card_end = groups[last][1] if last is not None else 0
-        if last is None or (card_end < len(text) and text[card_end] in _ASCII_ALNUM):
-            index += 1
-            continue
-        cards.append((first_start, card_end))
-        index = last + 1
-    return cards
 
 
 # --- words --------------------------------------------------------------------------------------
@@ -476,7 +355,7 @@ def _name_parts(text: str, start: int, end: int) -> list[str]:
     begin = start
     while begin and text[begin - 1] in _IDENT:
         begin -= 1
-    if _marker_before(text, begin):
+    if marker_before(text, begin):
         return []
     if begin == start:
         spaced = _SPACED_QUALIFIER.search(text, max(0, start - 12), start)
@@ -550,7 +429,7 @@ def _word_start(text: str, start: int) -> bool:
     pattern's first letter, and make every scan several times slower.)
     """
     return start == 0 or not (
-        text[start - 1].isalnum() or text[start - 1] == "_" or _marker_before(text, start)
+        text[start - 1].isalnum() or text[start - 1] == "_" or marker_before(text, start)
     )
 
 
@@ -655,7 +534,7 @@ _WEAK_UZ = _word_rule(
 
 def _accept_bearer(finds: list[_Find], text: str, m: re.Match[str]) -> None:
     token = text[m.start("v") : m.end("v")]
-    if _word_start(text, m.start()) and _random_looking(token):
+    if _word_start(text, m.start()) and random_looking(token):
         finds.append((m.start("v"), m.end("v"), "token"))
 
 
