@@ -199,3 +199,64 @@ def test_group_committed_writes_survive_sigkill(tmp_path: Path) -> None:
     acked = kill_rounds(ws, ["nosync", "nosync cp"], 12, early_kill=False)
     assert acked.writes >= 30, "the kills landed too early to test anything"
     assert_final_state(ws, acked)
+
+
+# argv: workspace. Prints each i only after observe() returned.
+OBSERVE_CHILD = r"""
+import os, sys
+from memstrata import Memory
+
+memory = Memory.open(sys.argv[1], session_state_max_chars=10_000_000)
+print("open", flush=True)
+for i in range(100_000):
+    memory.observe(f"Remember that item {os.getpid()}-{i} is ready")
+    print(i, os.getpid(), flush=True)
+"""
+
+
+def observe_kill_round(ws: Path, acks: int) -> list[str]:
+    """Run one observing child, SIGKILL it after ``acks`` acknowledgements; the acked texts."""
+    command = [sys.executable, "-c", OBSERVE_CHILD, str(ws)]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        try:
+            seen = proc.stdout.readline()
+            assert seen == b"open\n", proc.stderr.read().decode()
+            for _ in range(acks):
+                line = proc.stdout.readline()
+                assert line, "the child died before it was killed"
+                seen += line
+        finally:
+            proc.send_signal(signal.SIGKILL)
+        output = seen + proc.stdout.read()
+        err = proc.stderr.read().decode()
+    assert proc.returncode == -signal.SIGKILL, f"child ended by itself: {err}"
+    acked = []
+    for raw in output.splitlines(keepends=True)[1:]:
+        if raw.endswith(b"\n"):
+            i, pid = raw.decode().split()
+            acked.append(f"Remember that item {pid}-{i} is ready")
+    return acked
+
+
+def test_observed_messages_survive_sigkill(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    rng = random.Random()
+    acked: list[str] = []
+    for _ in range(2):  # the second child starts on what the first kill left
+        acked += observe_kill_round(ws, rng.randint(150, 300))
+        assert_no_corrupt_files(ws, after_kill=True)
+    assert len(acked) >= 300
+    with Memory.open(ws, session_state_max_chars=10_000_000) as memory:
+        facts = [item.text for item in memory.list()]
+        logged = [e.text for e in memory.session_state() if "remember" in e.category]
+        notices = memory.notices
+    assert len(facts) == len(set(facts)), "duplicate facts"
+    missing = set(acked) - set(facts)
+    assert not missing, f"{len(missing)} acknowledged capture(s) lost, e.g. {sorted(missing)[:3]}"
+    unlogged = set(acked) - set(logged)
+    assert not unlogged, f"{len(unlogged)} missing from SESSION-STATE.md: {sorted(unlogged)[:3]}"
+    for text in acked:
+        assert logged.count(text) == 1, text
+    assert all("torn" in notice for notice in notices), notices
+    assert_no_corrupt_files(ws, after_kill=False)

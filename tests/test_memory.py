@@ -305,7 +305,8 @@ def test_a_correction_supersedes_the_fact_with_validity(ws: Path) -> None:
     text = (ws / "MEMORY.md").read_text()
     live, archive = text.split("## Superseded")
     assert f"- My name is Sardor ^{new.id}" in live
-    assert f"- ~~My name is Sarvar~~ ^{old.id}" in archive
+    when = retired.valid_to.strftime("%Y-%m-%d %H:%M UTC")
+    assert f"- ~~My name is Sarvar~~ (superseded {when} by {new.id}) ^{old.id}" in archive
     with Memory.open(ws) as memory:  # validity survives a restart
         assert memory.get(old.id).superseded_by == new.id
     audit = (ws / "memory" / "LTM_AUDIT.jsonl").read_text().splitlines()

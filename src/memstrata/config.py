@@ -32,6 +32,7 @@ class Settings:
     checkpoint_interval_seconds: float = 30.0
     max_items: int = 0
     lock_timeout_seconds: float = 30.0
+    session_state_max_chars: int = 8000
 
     def __post_init__(self) -> None:
         for spec in fields(self):

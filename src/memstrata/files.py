@@ -89,12 +89,26 @@ def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
         fsync_dir(path.parent)
 
 
-def append_durable(path: Path, data: bytes) -> None:
-    """Append ``data`` to ``path`` and fsync it."""
-    with open(path, "ab") as handle:
+def append_durable(path: Path, data: bytes, *, header: bytes = b"") -> None:
+    """Append ``data`` to ``path`` and fsync it (and the folder, for a new file).
+
+    A new or empty file gets ``header`` first. If the file does not end in a
+    line break (a writer died mid-line), one is added first, so ``data``
+    starts on a line of its own.
+    """
+    with open(path, "ab+") as handle:
+        size = handle.seek(0, os.SEEK_END)
+        if size == 0:
+            data = header + data
+        else:
+            handle.seek(size - 1)
+            if handle.read(1) != b"\n":
+                data = b"\n" + data
         handle.write(data)
         handle.flush()
         os.fsync(handle.fileno())
+    if size == 0:
+        fsync_dir(path.parent)
 
 
 def last_jsonl_record(path: Path, on_torn: Callable[[bytes], object]) -> dict[str, Any] | None:

@@ -1,110 +1,76 @@
 """``Memory``: the facade an agent holds for one workspace.
 
-Invariants (on top of ``journal`` and ``store.longterm``):
+Invariants (on top of ``engine``, ``journal`` and the stores):
 
 * **Secrets never reach disk.** Every text is passed through
-  ``capture.secrets.redact`` before it is journaled (API writes and lines a
-  person adds to MEMORY.md alike).
-* **Acknowledged means durable.** ``remember`` and ``forget`` return after the
-  journal record is fsynced (``sync=False`` opts a write into group commit).
-* **Every write is decided on the latest state.** A writer takes the
-  workspace lock, reads what other processes appended to the journal, then
-  appends and applies its own record; so ids are unique and de-duplication
-  holds across processes.
-* **Reads are served from RAM.** ``get``, ``list`` and ``status`` take no
-  lock; they cost one ``stat`` of the journal to pick up other processes'
-  writes, and read nothing when nothing changed.
-* **Checkpoints** (``flush``, ``close``, every ``checkpoint_every_updates``
-  records, ``checkpoint_interval_seconds`` after the first unflushed write,
-  and at interpreter exit) fold hand edits of MEMORY.md in, append the
-  journal to ``LTM_AUDIT.jsonl``, render MEMORY.md and the snapshot
-  atomically, and only then empty the journal.
-* **Open never crashes on bad files**: a torn journal tail, a corrupt
-  snapshot, undecodable MEMORY.md lines go to the quarantine and are listed
-  in ``status().notices``.
+  ``capture.secrets.redact`` before it is written anywhere: the journal,
+  SESSION-STATE.md, daily notes, lessons (and lines a person adds to
+  MEMORY.md are redacted when they are taken in).
+* **Acknowledged means durable.** ``remember``, ``supersede``, ``forget``,
+  ``observe``, ``record_exchange`` and ``record_tool_failure`` return after
+  their bytes are fsynced (``sync=False`` opts ``remember`` into group commit).
+* **Every write is decided on the latest state**, under the workspace lock,
+  so ids are unique and de-duplication holds across processes.
+* **Reads are served from RAM.** ``get``, ``list``, ``status``,
+  ``top_lessons`` take no lock; they cost one ``stat`` of the journal.
+* **Only the user's own words are captured.** ``observe`` with a source
+  other than ``user`` (a tool result, a retrieved document, the agent)
+  reports what it found and writes nothing: such text never becomes a
+  durable fact or an instruction in the prompt.
+* **Write hooks** hear of every write (capture entries, facts, notes,
+  lessons, deletions) once it is durable, outside the lock.
 """
 
 from __future__ import annotations
 
-import atexit
 import builtins
-import functools
-import json
-import logging
 import os
-import threading
-import weakref
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from .capture import notes
+from .capture.promote import corrected_item, durable_facts
+from .capture.scan import Entry, load_rules, scan
 from .capture.secrets import redact
+from .capture.session_state import StateEntry, append_entries, parse_state
 from .config import Settings
-from .errors import Conflict, InvalidInput, MemstrataError, NotFound
-from .files import (
-    append_durable,
-    atomic_write,
-    last_jsonl_record,
-    list_quarantine,
-    quarantine_bytes,
-    storage_errors,
-    sweep_temp_files,
-)
-from .journal import Journal, Record
-from .lock import WorkspaceLock
+from .engine import Engine, WriteHook, safe_text
+from .errors import Conflict, InvalidInput, NotFound
+from .files import list_quarantine, storage_errors
 from .model import (
+    Capture,
     CompactResult,
     Item,
     Source,
     Status,
+    WriteEvent,
     clean_session,
     clean_text,
     normalize_category,
     now,
     parse_source,
 )
-from .store import markdown
-from .store.longterm import (
-    OP_DELETE,
-    OP_PUT,
-    Change,
-    Fingerprint,
-    LongTermStore,
-    Snapshot,
-    items_from_markdown,
-    plan_hand_edits,
+from .store.lessons import (
+    OP_LESSON_DELETE,
+    OP_LESSON_PUT,
+    Lesson,
+    correction_lesson,
+    describe_args,
+    tool_failure_lesson,
 )
+from .store.longterm import OP_DELETE, OP_PUT
 from .workspace import Workspace, init_workspace
 
 __all__ = ["Memory"]
 
-log = logging.getLogger("memstrata")
-
 ItemList = builtins.list[Item]
-_OPEN: weakref.WeakSet[Memory] = weakref.WeakSet()
+_MAX_FACT_CHARS = 4000
 
 
-class Memory:
+class Memory(Engine):
     """Layered, durable memory of one workspace (use ``Memory.open``)."""
-
-    def __init__(self, workspace: Workspace, settings: Settings) -> None:
-        self.workspace = workspace
-        self.settings = settings
-        self._lock = WorkspaceLock(workspace.lock, timeout=settings.lock_timeout_seconds)
-        self._state = threading.RLock()
-        self._store = LongTermStore()
-        self._journal = Journal(
-            workspace.journal,
-            flush_every_updates=settings.flush_every_updates,
-            flush_interval_seconds=settings.flush_interval_seconds,
-            on_quarantine=functools.partial(quarantine_bytes, workspace.quarantine, "journal.wal"),
-        )
-        self._markdown: Fingerprint | None = None
-        self._header_seen: dict[str, Any] | None = None  # journal header already taken in
-        self._notices: list[str] = []
-        self._checkpoint_timer: threading.Timer | None = None
-        self._closed = False
 
     # -- lifecycle ------------------------------------------------------------
 
@@ -120,14 +86,16 @@ class Memory:
         """Open the workspace at ``path`` (``group``: ``path/groups/<group>``).
 
         ``create`` makes the layout when it is missing; ``settings`` are the
-        fields of ``memstrata.config.Settings``.
+        fields of ``memstrata.config.Settings``. Capture rule packs in the
+        workspace's ``rules/`` folder are added to the built-in ones.
         """
         workspace = Workspace.locate(Path(path).expanduser(), group)
         if create:
             init_workspace(workspace)
         else:
             workspace.require()
-        memory = cls(workspace, Settings.from_mapping(settings))
+        rules = load_rules(workspace.rules) if workspace.rules.is_dir() else None
+        memory = cls(workspace, Settings.from_mapping(settings), rules)
         try:
             with storage_errors(f"open the workspace at {workspace.path}"), memory._lock:
                 memory._load()
@@ -136,7 +104,7 @@ class Memory:
             memory._journal.close()
             memory._lock.close()
             raise
-        _OPEN.add(memory)
+        memory._opened()
         return memory
 
     def __enter__(self) -> Memory:
@@ -150,37 +118,6 @@ class Memory:
     ) -> None:
         self.close()
 
-    def close(self) -> None:
-        """Checkpoint what is pending and release the files (idempotent)."""
-        if self._closed:
-            return
-        self._cancel_checkpoint_timer()
-        try:
-            with storage_errors("close the workspace"), self._lock:
-                try:
-                    self._flush_locked()
-                finally:
-                    self._closed = True
-                    self._journal.close()
-        finally:
-            self._lock.close()
-            _OPEN.discard(self)
-
-    def flush(self) -> None:
-        """Make everything durable and render MEMORY.md and the snapshot now."""
-        self._check_open()
-        with storage_errors("flush the workspace"), self._lock:
-            self._check_open()
-            self._flush_locked()
-
-    def _flush_locked(self) -> None:
-        self._catch_up(repair=True)
-        current = self._markdown is not None and self._markdown.matches(self.workspace.memory_md)
-        if self._journal.records or not current:
-            self._checkpoint()
-        else:
-            self._journal.sync()
-
     # -- writes ---------------------------------------------------------------
 
     def remember(
@@ -190,6 +127,7 @@ class Memory:
         category: str | None = None,
         source: Source | str = Source.USER,
         session: str | None = None,
+        user: str | None = None,
         sync: bool = True,
     ) -> Item:
         """Store a long-term fact; durable when this returns (unless ``sync=False``).
@@ -197,17 +135,17 @@ class Memory:
         A fact whose normalized text equals a live one is not stored twice:
         the existing item is returned with ``hits`` + 1.
         """
-        line = _safe_text(text)
+        line = safe_text(text)
         kind = normalize_category(category)
         origin = parse_source(source)
-        session = clean_session(session)
+        session, user = clean_session(session), _clean_user(user)
         self._check_open()
         with storage_errors("write to the journal"), self._lock:
             self._catch_up(repair=True)
-            item = self._live_or_new(line, kind, origin, session, now())
-            reason = "duplicate" if item.hits else "remember"
-            self._write(OP_PUT, {"items": [item.to_dict()], "reason": reason}, sync=sync)
+            item = self._live_or_new(line, kind, origin, session, now(), user)
+            event = self._put_items([item], "duplicate" if item.hits else "remember", sync)
             self._after_write()
+        self._notify(event)
         return item
 
     def supersede(
@@ -218,6 +156,7 @@ class Memory:
         category: str | None = None,
         source: Source | str = Source.USER,
         session: str | None = None,
+        user: str | None = None,
     ) -> Item:
         """Replace a live fact by a corrected one; returns the new (live) item.
 
@@ -226,9 +165,9 @@ class Memory:
         changes are one journal record, fsynced before return, so a crash keeps
         both or neither. If a live fact already says ``text``, it is the new item.
         """
-        line = _safe_text(text)
+        line = safe_text(text)
         origin = parse_source(source)
-        session = clean_session(session)
+        session, user = clean_session(session), _clean_user(user)
         self._check_open()
         with storage_errors("write to the journal"), self._lock:
             self._catch_up(repair=True)
@@ -237,20 +176,26 @@ class Memory:
                 raise Conflict(f"item {old.id} is already superseded by {old.superseded_by}")
             at = now()
             kind = normalize_category(category) if category else old.category
-            new = self._live_or_new(line, kind, origin, session, at)
+            new = self._live_or_new(line, kind, origin, session, at, user)
             if new.id == old.id:
                 raise InvalidInput(f"the correction says what item {old.id} already says")
             retired = old.evolve(valid_to=at, superseded_by=new.id, updated_at=at)
-            items = [retired.to_dict(), new.to_dict()]
-            self._write(OP_PUT, {"items": items, "reason": "supersede"}, sync=True)
+            event = self._put_items([retired, new], "supersede", True)
             self._after_write()
+        self._notify(event)
         return new
 
     def _live_or_new(
-        self, line: str, category: str, source: Source, session: str | None, at: datetime
+        self,
+        line: str,
+        category: str,
+        source: Source,
+        session: str | None,
+        at: datetime,
+        user: str | None = None,
     ) -> Item:
         """The live item that says ``line``, seen once more, else a new item (lock held)."""
-        existing = self._store.find_live(line)
+        existing = self._store.find_live(line, user)
         if existing is not None:
             return existing.evolve(hits=existing.hits + 1, updated_at=at)
         return Item(
@@ -262,7 +207,15 @@ class Memory:
             created_at=at,
             updated_at=at,
             valid_from=at,
+            user=user,
         )
+
+    def _put_items(self, items: builtins.list[Item], reason: str, sync: bool) -> WriteEvent:
+        payload = {"items": [item.to_dict() for item in items], "reason": reason}
+        self._write(OP_PUT, payload, sync=sync)
+        live = items[-1]
+        ids = tuple(item.id for item in items)
+        return WriteEvent("fact", "put", live.text, live.source, "MEMORY.md", live.session, ids)
 
     def forget(self, item_id: str) -> Item:
         """Delete an item for good (durable on return); returns what was deleted."""
@@ -272,7 +225,186 @@ class Memory:
             item = self._require(item_id)
             self._write(OP_DELETE, {"ids": [item.id], "reason": "forget"}, sync=True)
             self._after_write()
+        self._notify(WriteEvent("fact", "delete", "", item.source, "MEMORY.md", ids=(item.id,)))
         return item
+
+    # -- capture (issue 4: before the agent answers) ---------------------------
+
+    def observe(
+        self,
+        text: str,
+        *,
+        session: str | None = None,
+        user: str | None = None,
+        source: Source | str = Source.USER,
+    ) -> builtins.list[Capture]:
+        """Capture what a message states, before the agent answers it.
+
+        The scanner's entries are appended to the session's SESSION-STATE.md;
+        names, preferences, reminders and corrections also become long-term
+        items (a correction supersedes the fact it corrects, and leaves a
+        lesson). Durable on return. With a ``source`` other than ``user``
+        nothing is written: the entries come back with ``stored=False``.
+        """
+        if not isinstance(text, str):
+            raise InvalidInput(f"text must be a string, not {type(text).__name__}")
+        origin = parse_source(source)
+        session, user = clean_session(session), _clean_user(user)
+        self._check_open()
+        at = now()
+        entries = scan(redact(text).text, rules=self._rules)
+        if origin is not Source.USER or not entries:
+            return [Capture(entry.category, _one_line(entry.text), at) for entry in entries]
+        events: builtins.list[WriteEvent] = []
+        with storage_errors("record the message"), self._lock:
+            self._catch_up(repair=True)
+            state = _state_entries(entries, at)
+            path = self.workspace.session_state(session)
+            append_entries(path, state, self.settings.session_state_max_chars)
+            where = path.relative_to(self.workspace.path).as_posix()
+            content = "".join(entry.render() for entry in state)
+            events.append(WriteEvent("capture", "put", content, origin, where, session))
+            facts = self._promote(entries, session, user, at, events)
+            self._journal.sync()
+            self._after_write()
+        self._notify(*events)
+        return [
+            Capture(e.category, _one_line(e.text), at, True, *facts.get(e.span, (None, None)))
+            for e in entries
+        ]
+
+    def _promote(
+        self,
+        entries: builtins.list[Entry],
+        session: str | None,
+        user: str | None,
+        at: datetime,
+        events: builtins.list[WriteEvent],
+    ) -> dict[tuple[int, int], tuple[str, str | None]]:
+        """Durable facts of a message's entries -> (item id, superseded id) by sentence."""
+        done: dict[tuple[int, int], tuple[str, str | None]] = {}
+        for fact in durable_facts(entries):
+            line = _one_line(fact.text)[:_MAX_FACT_CHARS]
+            item = self._live_or_new(line, fact.category, Source.USER, session, at, user)
+            target = None
+            if fact.correction and not item.hits:
+                target = corrected_item(fact, self._store.items.values(), user)
+            if target is None:
+                events.append(self._put_items([item], "capture", sync=False))
+            else:
+                retired = target.evolve(valid_to=at, superseded_by=item.id, updated_at=at)
+                events.append(self._put_items([retired, item], "correction", sync=False))
+                lesson = correction_lesson(target.text, line, at=at, session=session)
+                events.append(self._put_lesson(lesson))
+            done[fact.span] = (item.id, target.id if target else None)
+        return done
+
+    def session_state(self, session: str | None = None) -> builtins.list[StateEntry]:
+        """The entries of a session's SESSION-STATE.md, oldest first."""
+        self._check_open()
+        path = self.workspace.session_state(clean_session(session))
+        try:
+            return parse_state(path.read_text(encoding="utf-8", errors="replace"))
+        except FileNotFoundError:
+            return []
+
+    def record_exchange(
+        self, user: str, agent: str, *, session: str | None = None, at: datetime | None = None
+    ) -> Path:
+        """Append one exchange to today's daily note ``memory/YYYY-MM-DD.md``; returns it."""
+        for name, value in (("user", user), ("agent", agent)):
+            if not isinstance(value, str):
+                raise InvalidInput(f"{name} must be a string, not {type(value).__name__}")
+        session = clean_session(session)
+        when = now() if at is None else _aware(at)
+        block = notes.note_block(redact(user).text, redact(agent).text, when)
+        self._check_open()
+        with storage_errors("write the daily note"), self._lock:
+            path = notes.append_exchange(self.workspace.path / "memory", block, when)
+        where = path.relative_to(self.workspace.path).as_posix()
+        self._notify(WriteEvent("note", "put", block, Source.USER, where, session))
+        return path
+
+    # -- lessons --------------------------------------------------------------
+
+    def record_tool_failure(
+        self, tool: str, args: Any, error: str | BaseException, *, session: str | None = None
+    ) -> Lesson:
+        """Keep the lesson of a failed tool call (a repeat is counted, not stored twice)."""
+        if not isinstance(tool, str) or not tool.strip():
+            raise InvalidInput("tool must be a non-empty string")
+        name = clean_text(tool)
+        message = f"{type(error).__name__}: {error}" if isinstance(error, BaseException) else error
+        if not isinstance(message, str):
+            raise InvalidInput(f"error must be a string or an exception, not {message!r}")
+        lesson = tool_failure_lesson(
+            redact(name).text,
+            redact(describe_args(args)).text,
+            redact(message).text,
+            at=now(),
+            session=clean_session(session),
+        )
+        self._check_open()
+        with storage_errors("write to the journal"), self._lock:
+            self._catch_up(repair=True)
+            event = self._put_lesson(lesson)
+            self._journal.sync()
+            self._after_write()
+        self._notify(event)
+        return self._lessons.lessons[event.ids[0]]
+
+    def _put_lesson(self, lesson: Lesson) -> WriteEvent:
+        stored = self._lessons.merge(lesson)
+        self._write(OP_LESSON_PUT, {"lessons": [stored.to_dict()]}, sync=False)
+        where = "memory/LESSONS.jsonl"
+        return WriteEvent(
+            "lesson", "put", stored.text, stored.source, where, stored.session, (stored.id,)
+        )
+
+    def top_lessons(self, k: int = 5) -> builtins.list[Lesson]:
+        """The ``k`` lessons for the prompt: most often seen first, then most recent."""
+        if isinstance(k, bool) or not isinstance(k, int) or k < 0:
+            raise InvalidInput(f"k must be a whole number >= 0, not {k!r}")
+        self._check_open()
+        self._refresh()
+        with self._state:
+            return self._lessons.top(k)
+
+    def lessons(self) -> builtins.list[Lesson]:
+        """Every lesson, in the order first recorded."""
+        self._check_open()
+        self._refresh()
+        with self._state:
+            return builtins.list(self._lessons.lessons.values())
+
+    def forget_lesson(self, lesson_id: str) -> Lesson:
+        """Delete a lesson (durable on return); returns what was deleted."""
+        self._check_open()
+        with storage_errors("write to the journal"), self._lock:
+            self._catch_up(repair=True)
+            lesson = self._lessons.lessons.get(str(lesson_id).strip())
+            if lesson is None:
+                raise NotFound(f"no lesson with id {lesson_id!r}")
+            self._write(OP_LESSON_DELETE, {"ids": [lesson.id]}, sync=True)
+            self._after_write()
+        where = "memory/LESSONS.jsonl"
+        self._notify(WriteEvent("lesson", "delete", "", lesson.source, where, ids=(lesson.id,)))
+        return lesson
+
+    # -- write hooks ------------------------------------------------------------
+
+    def add_write_hook(self, hook: WriteHook) -> None:
+        """Call ``hook(event)`` after every durable write of this ``Memory``."""
+        if not callable(hook):
+            raise InvalidInput("a write hook must be callable")
+        self._hooks.append(hook)
+
+    def remove_write_hook(self, hook: WriteHook) -> None:
+        """Stop calling ``hook``; ``NotFound`` if it was not added."""
+        try:
+            self._hooks.remove(hook)
+        except ValueError:
+            raise NotFound("that write hook was not added") from None
 
     def compact(self, max_items: int | None = None) -> CompactResult:
         """De-duplicate (newest wins) and keep at most ``max_items`` items, newest first.
@@ -289,28 +421,6 @@ class Memory:
             removed = self._compact_locked(cap)
             self._checkpoint()
         return CompactResult(removed=removed, kept=len(self._store.items))
-
-    def _compact_locked(self, cap: int) -> int:
-        ranked = sorted(
-            self._store.items.values(),
-            key=lambda item: (item.is_live, item.updated_at, item.id),
-            reverse=True,
-        )
-        keys: set[str] = set()
-        keep: builtins.list[Item] = []
-        for item in ranked:
-            if item.is_live:
-                if item.key in keys:
-                    continue
-                keys.add(item.key)
-            keep.append(item)
-        if cap:
-            keep = keep[:cap]
-        kept_ids = {item.id for item in keep}
-        drop = sorted(self._store.items.keys() - kept_ids)
-        if drop:
-            self._write(OP_DELETE, {"ids": drop, "reason": "compact"}, sync=True)
-        return len(drop)
 
     # -- reads ----------------------------------------------------------------
 
@@ -360,6 +470,7 @@ class Memory:
                 group=self.workspace.group,
                 items=live,
                 superseded=len(self._store.items) - live,
+                lessons=len(self._lessons.lessons),
                 lsn=self._store.lsn,
                 journal_records=len(self._journal.records),
                 journal_bytes=self._journal.size,
@@ -373,228 +484,31 @@ class Memory:
         """Problems found and handled since open (quarantined files, torn records...)."""
         return tuple(self._notices)
 
-    # -- internals: loading ---------------------------------------------------
 
-    def _load(self) -> None:
-        ws = self.workspace
-        for folder in (ws.path, ws.path / "memory", ws.system):
-            sweep_temp_files(folder)
-        snapshot = self._reset_from_files()
-        self._replay(self._journal.open(base_lsn=self._store.lsn))
-        # The snapshot's MEMORY.md fingerprint is newer than this header if a
-        # crash came between writing it and replacing the journal.
-        self._header_seen = self._journal.header
-        for problem in self._journal.problems:
-            self._notice(f"journal: {problem.kind} record at byte {problem.offset} set aside")
-        changed = False
-        if snapshot is not None:
-            if ws.memory_md.exists():
-                changed = self._fold_hand_edits(snapshot.items)
-            else:
-                self._notice("MEMORY.md was missing; it is rendered again from the snapshot")
-                changed = True
-        if snapshot is None or changed or self._journal.take_corrupt():
-            self._checkpoint()
-
-    def _reset_from_files(self) -> Snapshot | None:
-        """Reset RAM to the snapshot, else to MEMORY.md alone (lock held)."""
-        snapshot = self._read_snapshot()
-        if snapshot is not None:
-            self._store.reset(dict(snapshot.items), snapshot.lsn, snapshot.keys)
-            self._markdown = snapshot.markdown
-        elif self.workspace.memory_md.exists():
-            parsed = self._parse_memory_md(self.workspace.memory_md.read_bytes())
-            items = items_from_markdown(parsed, at=now())
-            self._store.reset({key: self._without_secrets(i) for key, i in items.items()}, 0)
-        return snapshot
-
-    def _parse_memory_md(self, data: bytes) -> markdown.ParsedMemory:
-        """Parse MEMORY.md, setting undecodable lines aside byte for byte."""
-        parsed = markdown.parse(data)
-        for bad in parsed.bad:
-            self._quarantine("MEMORY.md", bad.raw, f"line {bad.line_no} is not valid UTF-8")
-            self._notice(f"MEMORY.md line {bad.line_no} is not valid UTF-8; set aside")
-        return parsed
-
-    def _read_snapshot(self) -> Snapshot | None:
-        path = self.workspace.snapshot
-        if not path.exists():
-            return None
-        try:
-            return Snapshot.load(path)
-        except MemstrataError as exc:
-            self._quarantine("memory/LTM_SNAPSHOT.json", path.read_bytes(), str(exc))
-            path.unlink()
-            self._notice(f"{exc}; moved to quarantine and rebuilt from MEMORY.md")
-            return None
-
-    def _fold_hand_edits(self, base: dict[str, Item]) -> bool:
-        """Journal and apply the hand edits of MEMORY.md; True if the file was edited."""
-        path = self.workspace.memory_md
-        if self._markdown is not None and self._markdown.matches(path):
-            return False
-        fingerprint, data = Fingerprint.read(path)
-        parsed = self._parse_memory_md(data)
-        changes = plan_hand_edits(parsed, base, self._store, at=now())
-        for change in changes:
-            self._write_change(change)
-        if changes:
-            self._journal.sync()
-            self._notice(f"MEMORY.md was edited by hand: {len(changes)} change(s) taken in")
-        self._markdown = fingerprint  # taken in: the next checkpoint must not read it again
-        return True  # the file must be rendered again, or the same edit is read twice
-
-    def _without_secrets(self, item: Item) -> Item:
-        """``item`` from MEMORY.md with any secret a person typed into it redacted."""
-        safe = redact(item.text)
-        if not safe.kinds:
-            return item
-        self._notice(f"MEMORY.md: {', '.join(safe.kinds)} redacted from item {item.id}")
-        return item.evolve(text=safe.text)
-
-    def _write_change(self, change: Change) -> None:
-        if change.item is not None:
-            item = self._without_secrets(change.item)
-            payload = {"items": [item.to_dict()], "reason": change.reason}
-            self._write(OP_PUT, payload, sync=False)
-        elif change.delete_id is not None:
-            self._write(OP_DELETE, {"ids": [change.delete_id], "reason": change.reason}, False)
-
-    # -- internals: journal and checkpoints ----------------------------------
-
-    def _write(self, op: str, payload: dict[str, Any], sync: bool) -> Record:
-        record = self._journal.append(op, payload, sync=sync)
-        with self._state:
-            self._store.apply(record)
-        return record
-
-    def _catch_up(self, *, repair: bool) -> None:
-        """Apply what other processes appended; ``repair`` only with the lock held."""
-        with storage_errors("read the journal"), self._state:
-            for record in self._journal.read_new(repair=repair):
-                self._store.apply(record)
-            if self._journal.gap and repair:
-                # Others checkpointed more than once since we last read: the
-                # records in between are only in their snapshot. Start from it.
-                self._reset_from_files()
-                self._replay(self._journal.records)
-                self._journal.gap = False
-            if self._journal.header is not self._header_seen:  # a new journal file
-                self._header_seen = self._journal.header
-                header = Fingerprint.from_dict(self._header_seen.get("markdown"))
-                if header is not None:
-                    self._markdown = header
-
-    def _replay(self, records: builtins.list[Record]) -> None:
-        """Apply journal records on top of a state just loaded from the files."""
-        for record in records:
-            self._store.apply(record)
-        # A store rebuilt from MEMORY.md starts below the journal's base: never go back.
-        self._store.lsn = max(self._store.lsn, self._journal.last_lsn)
-
-    def _refresh(self) -> None:
-        """Readers: pick up other processes' writes (one stat when nothing changed)."""
-        self._catch_up(repair=False)
-        if self._journal.gap:
-            with storage_errors("reload the snapshot"), self._lock:
-                self._catch_up(repair=True)
-
-    def _after_write(self) -> None:
-        if len(self._journal.records) >= self.settings.checkpoint_every_updates:
-            self._checkpoint()
-        elif self._checkpoint_timer is None and self.settings.checkpoint_interval_seconds > 0:
-            timer = threading.Timer(self.settings.checkpoint_interval_seconds, self._on_timer)
-            timer.daemon = True
-            self._checkpoint_timer = timer
-            timer.start()
-
-    def _on_timer(self) -> None:
-        self._checkpoint_timer = None
-        try:
-            if not self._closed:
-                self.flush()
-        except MemstrataError as exc:  # a timer has no caller to raise to
-            if not self._closed:
-                log.warning("memstrata: timed checkpoint failed: %s", exc)
-
-    def _cancel_checkpoint_timer(self) -> None:
-        timer, self._checkpoint_timer = self._checkpoint_timer, None
-        if timer is not None:
-            timer.cancel()
-
-    def _checkpoint(self) -> None:
-        """Render the canonical files and empty the journal (lock held, caught up)."""
-        self._cancel_checkpoint_timer()
-        ws = self.workspace
-        edited = self._markdown is not None and not self._markdown.matches(ws.memory_md)
-        if edited and ws.memory_md.exists():
-            base = self._read_snapshot()
-            self._fold_hand_edits(base.items if base is not None else {})
-        if self.settings.max_items and len(self._store.items) > self.settings.max_items * 1.1:
-            self._compact_locked(self.settings.max_items)
-        self._journal.sync()
-        for problem in self._journal.take_corrupt():
-            reason = f"corrupt journal record at byte {problem.offset}: {problem.reason}"
-            self._quarantine("journal.wal", problem.data, reason)
-        self._append_audit(self._journal.records)
-        with self._state:
-            rendered = self._store.render()
-            lsn = self._store.lsn
-            rows = self._store.snapshot_rows()
-        atomic_write(ws.memory_md, rendered)
-        fingerprint = Fingerprint.of(ws.memory_md, rendered)
-        atomic_write(ws.snapshot, Snapshot.encode(lsn, fingerprint, rows))
-        self._journal.reset(lsn, {"markdown": fingerprint.to_dict()})
-        self._markdown = fingerprint
-
-    def _append_audit(self, records: builtins.list[Record]) -> None:
-        """Append the records the audit log does not have yet (a crash may repeat a checkpoint)."""
-        path = self.workspace.audit
-        last = last_jsonl_record(
-            path, lambda torn: self._quarantine("memory/LTM_AUDIT.jsonl", torn, "torn last line")
-        )
-        done = int(last.get("lsn", 0)) if last else 0
-        lines = [
-            json.dumps(record.data, ensure_ascii=False, separators=(",", ":")) + "\n"
-            for record in records
-            if record.lsn > done
-        ]
-        if lines:
-            append_durable(path, "".join(lines).encode())
-
-    # -- internals: helpers ---------------------------------------------------
-
-    def _require(self, item_id: str) -> Item:
-        if not isinstance(item_id, str) or not item_id.strip():
-            raise InvalidInput("an item id is required")
-        item = self._store.items.get(item_id.strip().lstrip("^"))
-        if item is None:
-            raise NotFound(f"no memory item with id {item_id!r}")
-        return item
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise InvalidInput("this Memory is closed")
-
-    def _notice(self, *messages: str) -> None:
-        for message in messages:
-            log.warning("memstrata: %s: %s", self.workspace.path, message)
-            self._notices.append(message)
-
-    def _quarantine(self, original: str, data: bytes, reason: str) -> None:
-        quarantine_bytes(self.workspace.quarantine, original, data, reason)
+def _state_entries(entries: builtins.list[Entry], at: datetime) -> builtins.list[StateEntry]:
+    """One SESSION-STATE.md line per sentence, naming every category it holds."""
+    by_sentence: dict[tuple[int, int], builtins.list[Entry]] = {}
+    for entry in entries:
+        by_sentence.setdefault(entry.span, []).append(entry)
+    return [
+        StateEntry(at, ", ".join(e.category for e in group), _one_line(group[0].text))
+        for group in by_sentence.values()
+    ]
 
 
-def _safe_text(text: str) -> str:
-    """One storable line with every recognised secret replaced (secrets never reach disk)."""
-    return redact(clean_text(text)).text
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
 
 
-@atexit.register
-def _close_all() -> None:
-    """Checkpoint every Memory still open when the interpreter exits."""
-    for memory in builtins.list(_OPEN):
-        try:
-            memory.close()
-        except MemstrataError as exc:
-            log.warning("memstrata: closing %s at exit failed: %s", memory.workspace.path, exc)
+def _clean_user(user: str | None) -> str | None:
+    """A user id as stored (the same rules as a session id)."""
+    try:
+        return clean_session(user)
+    except InvalidInput as exc:
+        raise InvalidInput(str(exc).replace("session", "user")) from None
+
+
+def _aware(at: datetime) -> datetime:
+    if not isinstance(at, datetime):
+        raise InvalidInput(f"at must be a datetime, not {type(at).__name__}")
+    return at if at.tzinfo is not None else at.astimezone()

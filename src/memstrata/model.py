@@ -29,6 +29,7 @@ from .errors import InvalidInput
 __all__ = [
     "ARCHIVE_TITLE",
     "CATEGORY_TITLES",
+    "Capture",
     "CompactResult",
     "DEFAULT_CATEGORY",
     "Item",
@@ -37,11 +38,14 @@ __all__ = [
     "category_title",
     "clean_session",
     "clean_text",
+    "dedupe_key",
     "new_item_id",
     "normalize_category",
     "normalize_text",
     "now",
     "parse_source",
+    "parse_time",
+    "WriteEvent",
 ]
 
 MAX_TEXT_CHARS = 4000
@@ -114,6 +118,12 @@ def normalize_text(text: str) -> str:
     return folded
 
 
+def dedupe_key(text: str, user: str | None = None) -> str:
+    """Two live facts with equal keys are one fact (the same words from the same person)."""
+    key = normalize_text(text)
+    return key if user is None else f"{key}\x1f{user}"
+
+
 def parse_source(source: Source | str) -> Source:
     """``source`` as a ``Source``, or ``InvalidInput`` naming the allowed values."""
     try:
@@ -179,6 +189,7 @@ class Item:
     valid_from: datetime | None = None
     valid_to: datetime | None = None
     superseded_by: str | None = None
+    user: str | None = None  # who said it, when an agent serves several people
 
     @property
     def is_live(self) -> bool:
@@ -187,16 +198,16 @@ class Item:
 
     @property
     def key(self) -> str:
-        """The de-duplication key of the text."""
-        return normalize_text(self.text)
+        """The de-duplication key: the normalized text, per user when one is set."""
+        return dedupe_key(self.text, self.user)
 
     def evolve(self, **changes: Any) -> Item:
         """A copy with ``changes`` applied."""
         return replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict (times as ISO 8601 strings)."""
-        return {
+        """A JSON-ready dict (times as ISO 8601 strings; ``user`` only when set)."""
+        data = {
             "id": self.id,
             "text": self.text,
             "category": self.category,
@@ -209,6 +220,9 @@ class Item:
             "valid_to": _format_optional_time(self.valid_to),
             "superseded_by": self.superseded_by,
         }
+        if self.user is not None:
+            data["user"] = self.user
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Item:
@@ -220,12 +234,13 @@ class Item:
                 str(data.get("category") or DEFAULT_CATEGORY),
                 _SOURCES[data.get("source", "user")],
                 data.get("session"),
-                _parse_time(data["created_at"]),
-                _parse_time(data["updated_at"]),
+                parse_time(data["created_at"]),
+                parse_time(data["updated_at"]),
                 int(data.get("hits", 0)),
                 _parse_optional_time(data.get("valid_from")),
                 _parse_optional_time(data.get("valid_to")),
                 data.get("superseded_by"),
+                data.get("user"),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise InvalidInput(f"malformed memory item: {exc!r}") from exc
@@ -234,17 +249,48 @@ class Item:
 _SOURCES = {member.value: member for member in Source}
 
 
-def _parse_time(value: Any) -> datetime:
+def parse_time(value: Any) -> datetime:
+    """An ISO 8601 time as stored; a time without zone is UTC."""
     parsed = datetime.fromisoformat(value)
     return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
 
 
 def _parse_optional_time(value: Any) -> datetime | None:
-    return None if value is None else _parse_time(value)
+    return None if value is None else parse_time(value)
 
 
 def _format_optional_time(value: datetime | None) -> str | None:
     return None if value is None else value.isoformat()
+
+
+@dataclass(frozen=True, slots=True)
+class Capture:
+    """One entry ``Memory.observe`` found: what it became, if anything."""
+
+    category: str
+    text: str
+    at: datetime
+    stored: bool = False  # written to SESSION-STATE.md (only the user's own words are)
+    item_id: str | None = None  # the long-term item it became or confirmed
+    superseded: str | None = None  # the item a correction closed
+
+    def to_dict(self) -> dict[str, Any]:
+        data = {name: getattr(self, name) for name in self.__slots__}
+        data["at"] = self.at.isoformat()
+        return data
+
+
+@dataclass(frozen=True, slots=True)
+class WriteEvent:
+    """What a write hook is told: one durable change to memory."""
+
+    kind: str  # "capture", "fact", "note" or "lesson"
+    op: str  # "put" or "delete"
+    content: str  # the text as written (secrets redacted); "" for a delete
+    source: Source
+    path: str  # the workspace-relative file the change shows up in
+    session: str | None = None
+    ids: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,6 +301,7 @@ class Status:
     group: str | None
     items: int
     superseded: int
+    lessons: int
     lsn: int
     journal_records: int
     journal_bytes: int

@@ -20,6 +20,7 @@ Layout (DESIGN.md, "Layers")::
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 from importlib import resources
@@ -28,7 +29,7 @@ from pathlib import Path
 from .errors import InvalidInput, NotFound
 from .files import create_new, storage_errors
 
-__all__ = ["GROUP_NAME", "Workspace", "init_workspace"]
+__all__ = ["GROUP_NAME", "Workspace", "init_workspace", "session_stem"]
 
 GROUP_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,62}")
 
@@ -54,6 +55,8 @@ _DIRECTORIES = (
     "summaries",
     ".memstrata/quarantine",
 )
+_SAFE_STEM = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")
+_UNSAFE_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
 _SYSTEM_GITIGNORE = "# machine-local files of memstrata\nlock\n*.tmp-*\nindex.sqlite*\n"
 
 
@@ -106,8 +109,27 @@ class Workspace:
         return self.path / "memory" / "LTM_AUDIT.jsonl"
 
     @property
+    def lessons(self) -> Path:
+        return self.path / "memory" / "LESSONS.jsonl"
+
+    @property
+    def lessons_audit(self) -> Path:
+        return self.path / "memory" / "LESSONS_AUDIT.jsonl"
+
+    @property
+    def rules(self) -> Path:
+        """Workspace capture rule packs (``*.toml``), added to the built-in ones."""
+        return self.path / "rules"
+
+    @property
     def config(self) -> Path:
         return self.path / "memstrata.toml"
+
+    def session_state(self, session: str | None) -> Path:
+        """SESSION-STATE.md of ``session``: the root one for no session."""
+        if session is None:
+            return self.path / "SESSION-STATE.md"
+        return self.path / "sessions" / session_stem(session) / "SESSION-STATE.md"
 
     def exists(self) -> bool:
         """True when the workspace has been initialised."""
@@ -149,3 +171,13 @@ def init_workspace(workspace: Workspace) -> list[str]:
         if not ignore.exists():
             create_new(ignore, _SYSTEM_GITIGNORE.encode())
     return created
+
+
+def session_stem(session: str) -> str:
+    """A file name for a session id: the id itself when it is a plain name,
+    else a readable slug plus a hash of the id (so two ids never share a file)."""
+    if _SAFE_STEM.fullmatch(session) and not session.endswith("."):
+        return session
+    slug = _UNSAFE_CHARS.sub("-", session).strip("-.")[:40] or "session"
+    digest = hashlib.sha256(session.encode()).hexdigest()[:10]
+    return f"{slug}-{digest}"

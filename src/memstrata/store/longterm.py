@@ -42,6 +42,7 @@ from ..model import (
     KEY_VERSION,
     Item,
     Source,
+    dedupe_key,
     new_item_id,
     normalize_text,
 )
@@ -280,9 +281,9 @@ class LongTermStore:
         )
         return newest_first if limit is None else newest_first[:limit]
 
-    def find_live(self, text: str) -> Item | None:
-        """The live item whose normalized text equals that of ``text``."""
-        item_id = self._by_key.get(normalize_text(text))
+    def find_live(self, text: str, user: str | None = None) -> Item | None:
+        """The live item of ``user`` whose normalized text equals that of ``text``."""
+        item_id = self._by_key.get(dedupe_key(text, user))
         return self.items.get(item_id) if item_id else None
 
     def unused_id(self) -> str:

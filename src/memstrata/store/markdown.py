@@ -10,11 +10,12 @@ Layout::
     - I prefer dark mode ^m4k9x2q7a
 
     ## Superseded
-    - ~~My name is Sarvar~~ ^m0c3v8n1r
+    - ~~My name is Sarvar~~ (superseded 2025-01-15 10:31 UTC by m7d2kq0xe) ^m0c3v8n1r
 
 One fact per list line; the ``^id`` at the end (an Obsidian-style block id)
 is the item's stable id. The section heading is the category; superseded
-items are struck through in the last section. Everything else (the title,
+items are struck through in the last section, with when they stopped being
+valid and what replaced them (a note that parse ignores). Everything else (the title,
 comments, blank lines, paragraphs) is ignored on parse, so a person can
 annotate freely. ``parse(render(items))`` gives back every item's id, text,
 category (live items) and live/superseded state.
@@ -25,6 +26,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import UTC
 
 from ..model import (
     ARCHIVE_TITLE,
@@ -48,6 +50,7 @@ _ITEM = re.compile(r"^\s{0,3}[-*+]\s+(?P<body>.*?)\s*$")
 _BLOCK_ID = re.compile(r"^(?P<text>.*?)\s+\^(?P<id>" + ID_PATTERN.pattern + r")$")
 _HEADING = re.compile(r"^\s{0,3}(?P<marks>#{1,6})\s+(?P<title>.*?)\s*#*\s*$")
 _STRIKE = "~~"
+_ARCHIVE_NOTE = re.compile(r"(?<=~~)\s+\(superseded [^()]*\)$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +103,10 @@ def render(items: Iterable[Item]) -> str:
         out.append("")
     if archived:
         out.append(f"## {ARCHIVE_TITLE}")
-        out.extend(f"- {_STRIKE}{item.text}{_STRIKE} ^{item.id}" for item in _order(archived))
+        out.extend(
+            f"- {_STRIKE}{item.text}{_STRIKE}{_archive_note(item)} ^{item.id}"
+            for item in _order(archived)
+        )
         out.append("")
     return "\n".join(out)
 
@@ -130,11 +136,21 @@ def parse(data: bytes) -> ParsedMemory:
         item_id = found.group("id") if found else None
         text = found.group("text").strip() if found else body
         archived = category is None
+        if archived:
+            text = _ARCHIVE_NOTE.sub("", text)
         if archived and len(text) > 2 * len(_STRIKE) and text.startswith(_STRIKE):
             text = text.removeprefix(_STRIKE).removesuffix(_STRIKE)
         if text:
             lines.append(MemoryLine(number, text, item_id, category, archived))
     return ParsedMemory(lines, bad)
+
+
+def _archive_note(item: Item) -> str:
+    if item.valid_to is None:
+        return ""
+    when = item.valid_to.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    replaced = f" by {item.superseded_by}" if item.superseded_by else ""
+    return f" (superseded {when}{replaced})"
 
 
 def _section(title: str) -> str | None:

@@ -1,0 +1,410 @@
+"""The write-ahead engine under ``Memory``: loading, journal records, checkpoints.
+
+``Engine`` owns the RAM state of one workspace (long-term items and lessons)
+and the files it is rebuilt from; ``Memory`` adds the public calls on top.
+Invariants (on top of ``journal``, ``store.longterm`` and ``store.lessons``):
+
+* **Every write is decided on the latest state.** A writer takes the
+  workspace lock, reads what other processes appended to the journal
+  (``_catch_up``), then appends and applies its own record (``_write``).
+* **Reads are served from RAM**: ``_refresh`` costs one ``stat`` of the
+  journal to pick up other processes' writes.
+* **Checkpoints** fold hand edits of MEMORY.md in, append the journal to the
+  audit logs (``LTM_AUDIT.jsonl``, ``LESSONS_AUDIT.jsonl``), render MEMORY.md,
+  LESSONS.jsonl and the snapshot atomically, and only then empty the journal.
+* **Open never crashes on bad files**: a torn journal tail, a corrupt
+  snapshot, undecodable MEMORY.md lines, malformed lessons go to the
+  quarantine and are listed in ``notices``.
+* **Write hooks** run after a write is durable and the lock is released; a
+  hook that raises is logged, never undoes the write.
+"""
+
+from __future__ import annotations
+
+import atexit
+import builtins
+import functools
+import json
+import logging
+import threading
+import weakref
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .capture.scan import RuleSet
+from .capture.secrets import redact
+from .config import Settings
+from .errors import InvalidInput, MemstrataError, NotFound
+from .files import (
+    append_durable,
+    atomic_write,
+    last_jsonl_record,
+    quarantine_bytes,
+    storage_errors,
+    sweep_temp_files,
+)
+from .journal import Journal, Record
+from .lock import WorkspaceLock
+from .model import Item, WriteEvent, clean_text, now
+from .store import markdown
+from .store.lessons import LessonStore
+from .store.longterm import (
+    OP_DELETE,
+    OP_PUT,
+    Change,
+    Fingerprint,
+    LongTermStore,
+    Snapshot,
+    items_from_markdown,
+    plan_hand_edits,
+)
+from .workspace import Workspace
+
+__all__ = ["Engine", "WriteHook", "safe_text"]
+
+log = logging.getLogger("memstrata")
+
+WriteHook = Callable[[WriteEvent], None]
+_OPEN: weakref.WeakSet[Engine] = weakref.WeakSet()
+
+
+class Engine:
+    """RAM state, journal and checkpoints of one workspace."""
+
+    def __init__(
+        self, workspace: Workspace, settings: Settings, rules: RuleSet | None = None
+    ) -> None:
+        self.workspace = workspace
+        self.settings = settings
+        self._rules = rules  # capture rules: the built-in packs plus the workspace's
+        self._lock = WorkspaceLock(workspace.lock, timeout=settings.lock_timeout_seconds)
+        self._state = threading.RLock()
+        self._store = LongTermStore()
+        self._lessons = LessonStore()
+        self._lessons_dirty = False
+        self._hooks: builtins.list[WriteHook] = []
+        self._journal = Journal(
+            workspace.journal,
+            flush_every_updates=settings.flush_every_updates,
+            flush_interval_seconds=settings.flush_interval_seconds,
+            on_quarantine=functools.partial(quarantine_bytes, workspace.quarantine, "journal.wal"),
+        )
+        self._markdown: Fingerprint | None = None
+        self._header_seen: dict[str, Any] | None = None  # journal header already taken in
+        self._notices: list[str] = []
+        self._checkpoint_timer: threading.Timer | None = None
+        self._closed = False
+
+    def close(self) -> None:
+        """Checkpoint what is pending and release the files (idempotent)."""
+        if self._closed:
+            return
+        self._cancel_checkpoint_timer()
+        try:
+            with storage_errors("close the workspace"), self._lock:
+                try:
+                    self._flush_locked()
+                finally:
+                    self._closed = True
+                    self._journal.close()
+        finally:
+            self._lock.close()
+            _OPEN.discard(self)
+
+    def flush(self) -> None:
+        """Make everything durable and render MEMORY.md and the snapshot now."""
+        self._check_open()
+        with storage_errors("flush the workspace"), self._lock:
+            self._check_open()
+            self._flush_locked()
+
+    def _opened(self) -> None:
+        _OPEN.add(self)
+
+    def _flush_locked(self) -> None:
+        self._catch_up(repair=True)
+        current = self._markdown is not None and self._markdown.matches(self.workspace.memory_md)
+        if self._journal.records or not current:
+            self._checkpoint()
+        else:
+            self._journal.sync()
+
+    def _compact_locked(self, cap: int) -> int:
+        ranked = sorted(
+            self._store.items.values(),
+            key=lambda item: (item.is_live, item.updated_at, item.id),
+            reverse=True,
+        )
+        keys: set[str] = set()
+        keep: builtins.list[Item] = []
+        for item in ranked:
+            if item.is_live:
+                if item.key in keys:
+                    continue
+                keys.add(item.key)
+            keep.append(item)
+        if cap:
+            keep = keep[:cap]
+        kept_ids = {item.id for item in keep}
+        drop = sorted(self._store.items.keys() - kept_ids)
+        if drop:
+            self._write(OP_DELETE, {"ids": drop, "reason": "compact"}, sync=True)
+        return len(drop)
+
+    # -- internals: loading ---------------------------------------------------
+
+    def _load(self) -> None:
+        ws = self.workspace
+        for folder in (ws.path, ws.path / "memory", ws.system):
+            sweep_temp_files(folder)
+        snapshot = self._reset_from_files()
+        self._replay(self._journal.open(base_lsn=self._store.lsn))
+        # The snapshot's MEMORY.md fingerprint is newer than this header if a
+        # crash came between writing it and replacing the journal.
+        self._header_seen = self._journal.header
+        for problem in self._journal.problems:
+            self._notice(f"journal: {problem.kind} record at byte {problem.offset} set aside")
+        changed = False
+        if snapshot is not None:
+            if ws.memory_md.exists():
+                changed = self._fold_hand_edits(snapshot.items)
+            else:
+                self._notice("MEMORY.md was missing; it is rendered again from the snapshot")
+                changed = True
+        if snapshot is None or changed or self._lessons_dirty or self._journal.take_corrupt():
+            self._checkpoint()
+
+    def _reset_from_files(self) -> Snapshot | None:
+        """Reset RAM to the snapshot, else to MEMORY.md alone (lock held)."""
+        snapshot = self._read_snapshot()
+        if snapshot is not None:
+            self._store.reset(dict(snapshot.items), snapshot.lsn, snapshot.keys)
+            self._markdown = snapshot.markdown
+        elif self.workspace.memory_md.exists():
+            parsed = self._parse_memory_md(self.workspace.memory_md.read_bytes())
+            items = items_from_markdown(parsed, at=now())
+            self._store.reset({key: self._without_secrets(i) for key, i in items.items()}, 0)
+        self._load_lessons()
+        return snapshot
+
+    def _load_lessons(self) -> None:
+        path = self.workspace.lessons
+        data = path.read_bytes() if path.exists() else b""
+        lessons, bad = LessonStore.parse(data)
+        for _number, raw, reason in bad:
+            self._quarantine("memory/LESSONS.jsonl", raw, reason)
+            self._notice(f"memory/LESSONS.jsonl {reason}; set aside")
+        self._lessons.reset(lessons)
+        if bad:
+            self._lessons_dirty = True  # rendered again at the next checkpoint
+
+    def _parse_memory_md(self, data: bytes) -> markdown.ParsedMemory:
+        """Parse MEMORY.md, setting undecodable lines aside byte for byte."""
+        parsed = markdown.parse(data)
+        for bad in parsed.bad:
+            self._quarantine("MEMORY.md", bad.raw, f"line {bad.line_no} is not valid UTF-8")
+            self._notice(f"MEMORY.md line {bad.line_no} is not valid UTF-8; set aside")
+        return parsed
+
+    def _read_snapshot(self) -> Snapshot | None:
+        path = self.workspace.snapshot
+        if not path.exists():
+            return None
+        try:
+            return Snapshot.load(path)
+        except MemstrataError as exc:
+            self._quarantine("memory/LTM_SNAPSHOT.json", path.read_bytes(), str(exc))
+            path.unlink()
+            self._notice(f"{exc}; moved to quarantine and rebuilt from MEMORY.md")
+            return None
+
+    def _fold_hand_edits(self, base: dict[str, Item]) -> bool:
+        """Journal and apply the hand edits of MEMORY.md; True if the file was edited."""
+        path = self.workspace.memory_md
+        if self._markdown is not None and self._markdown.matches(path):
+            return False
+        fingerprint, data = Fingerprint.read(path)
+        parsed = self._parse_memory_md(data)
+        changes = plan_hand_edits(parsed, base, self._store, at=now())
+        for change in changes:
+            self._write_change(change)
+        if changes:
+            self._journal.sync()
+            self._notice(f"MEMORY.md was edited by hand: {len(changes)} change(s) taken in")
+        self._markdown = fingerprint  # taken in: the next checkpoint must not read it again
+        return True  # the file must be rendered again, or the same edit is read twice
+
+    def _without_secrets(self, item: Item) -> Item:
+        """``item`` from MEMORY.md with any secret a person typed into it redacted."""
+        safe = redact(item.text)
+        if not safe.kinds:
+            return item
+        self._notice(f"MEMORY.md: {', '.join(safe.kinds)} redacted from item {item.id}")
+        return item.evolve(text=safe.text)
+
+    def _write_change(self, change: Change) -> None:
+        if change.item is not None:
+            item = self._without_secrets(change.item)
+            payload = {"items": [item.to_dict()], "reason": change.reason}
+            self._write(OP_PUT, payload, sync=False)
+        elif change.delete_id is not None:
+            self._write(OP_DELETE, {"ids": [change.delete_id], "reason": change.reason}, False)
+
+    # -- internals: journal and checkpoints ----------------------------------
+
+    def _write(self, op: str, payload: dict[str, Any], sync: bool) -> Record:
+        record = self._journal.append(op, payload, sync=sync)
+        with self._state:
+            self._apply(record)
+        return record
+
+    def _apply(self, record: Record) -> None:
+        self._store.apply(record)
+        self._lessons.apply(record)
+
+    def _catch_up(self, *, repair: bool) -> None:
+        """Apply what other processes appended; ``repair`` only with the lock held."""
+        with storage_errors("read the journal"), self._state:
+            for record in self._journal.read_new(repair=repair):
+                self._apply(record)
+            if self._journal.gap and repair:
+                # Others checkpointed more than once since we last read: the
+                # records in between are only in their snapshot. Start from it.
+                self._reset_from_files()
+                self._replay(self._journal.records)
+                self._journal.gap = False
+            if self._journal.header is not self._header_seen:  # a new journal file
+                self._header_seen = self._journal.header
+                header = Fingerprint.from_dict(self._header_seen.get("markdown"))
+                if header is not None:
+                    self._markdown = header
+
+    def _replay(self, records: builtins.list[Record]) -> None:
+        """Apply journal records on top of a state just loaded from the files."""
+        for record in records:
+            self._apply(record)
+        # A store rebuilt from MEMORY.md starts below the journal's base: never go back.
+        self._store.lsn = max(self._store.lsn, self._journal.last_lsn)
+
+    def _refresh(self) -> None:
+        """Readers: pick up other processes' writes (one stat when nothing changed)."""
+        self._catch_up(repair=False)
+        if self._journal.gap:
+            with storage_errors("reload the snapshot"), self._lock:
+                self._catch_up(repair=True)
+
+    def _after_write(self) -> None:
+        if len(self._journal.records) >= self.settings.checkpoint_every_updates:
+            self._checkpoint()
+        elif self._checkpoint_timer is None and self.settings.checkpoint_interval_seconds > 0:
+            timer = threading.Timer(self.settings.checkpoint_interval_seconds, self._on_timer)
+            timer.daemon = True
+            self._checkpoint_timer = timer
+            timer.start()
+
+    def _on_timer(self) -> None:
+        self._checkpoint_timer = None
+        try:
+            if not self._closed:
+                self.flush()
+        except MemstrataError as exc:  # a timer has no caller to raise to
+            if not self._closed:
+                log.warning("memstrata: timed checkpoint failed: %s", exc)
+
+    def _cancel_checkpoint_timer(self) -> None:
+        timer, self._checkpoint_timer = self._checkpoint_timer, None
+        if timer is not None:
+            timer.cancel()
+
+    def _checkpoint(self) -> None:
+        """Render the canonical files and empty the journal (lock held, caught up)."""
+        self._cancel_checkpoint_timer()
+        ws = self.workspace
+        edited = self._markdown is not None and not self._markdown.matches(ws.memory_md)
+        if edited and ws.memory_md.exists():
+            base = self._read_snapshot()
+            self._fold_hand_edits(base.items if base is not None else {})
+        if self.settings.max_items and len(self._store.items) > self.settings.max_items * 1.1:
+            self._compact_locked(self.settings.max_items)
+        self._journal.sync()
+        for problem in self._journal.take_corrupt():
+            reason = f"corrupt journal record at byte {problem.offset}: {problem.reason}"
+            self._quarantine("journal.wal", problem.data, reason)
+        records = self._journal.records
+        self._append_audit(ws.audit, [r for r in records if not r.op.startswith("lesson.")])
+        self._append_audit(ws.lessons_audit, [r for r in records if r.op.startswith("lesson.")])
+        with self._state:
+            rendered = self._store.render()
+            lsn = self._store.lsn
+            rows = self._store.snapshot_rows()
+            lessons = self._lessons.render()
+        if lessons or ws.lessons.exists():
+            atomic_write(ws.lessons, lessons)
+        self._lessons_dirty = False
+        atomic_write(ws.memory_md, rendered)
+        fingerprint = Fingerprint.of(ws.memory_md, rendered)
+        atomic_write(ws.snapshot, Snapshot.encode(lsn, fingerprint, rows))
+        self._journal.reset(lsn, {"markdown": fingerprint.to_dict()})
+        self._markdown = fingerprint
+
+    def _append_audit(self, path: Path, records: builtins.list[Record]) -> None:
+        """Append the records the audit log does not have yet (a crash may repeat a checkpoint)."""
+        if not records:
+            return
+        name = path.relative_to(self.workspace.path).as_posix()
+        last = last_jsonl_record(path, lambda torn: self._quarantine(name, torn, "torn last line"))
+        done = int(last.get("lsn", 0)) if last else 0
+        lines = [
+            json.dumps(record.data, ensure_ascii=False, separators=(",", ":")) + "\n"
+            for record in records
+            if record.lsn > done
+        ]
+        if lines:
+            append_durable(path, "".join(lines).encode())
+
+    # -- internals: helpers ---------------------------------------------------
+
+    def _require(self, item_id: str) -> Item:
+        if not isinstance(item_id, str) or not item_id.strip():
+            raise InvalidInput("an item id is required")
+        item = self._store.items.get(item_id.strip().lstrip("^"))
+        if item is None:
+            raise NotFound(f"no memory item with id {item_id!r}")
+        return item
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise InvalidInput("this Memory is closed")
+
+    def _notice(self, *messages: str) -> None:
+        for message in messages:
+            log.warning("memstrata: %s: %s", self.workspace.path, message)
+            self._notices.append(message)
+
+    def _quarantine(self, original: str, data: bytes, reason: str) -> None:
+        quarantine_bytes(self.workspace.quarantine, original, data, reason)
+
+    def _notify(self, *events: WriteEvent) -> None:
+        """Tell the write hooks (call with the lock released: a hook may read memory)."""
+        for event in events:
+            for hook in builtins.list(self._hooks):
+                try:
+                    hook(event)
+                except Exception:  # a hook's failure must not undo a durable write
+                    log.exception("memstrata: write hook %r failed on %s", hook, event.kind)
+
+
+def safe_text(text: str) -> str:
+    """One storable line with every recognised secret replaced (secrets never reach disk)."""
+    return redact(clean_text(text)).text
+
+
+@atexit.register
+def _close_all() -> None:
+    """Checkpoint every Memory still open when the interpreter exits."""
+    for memory in builtins.list(_OPEN):
+        try:
+            memory.close()
+        except MemstrataError as exc:
+            log.warning("memstrata: closing %s at exit failed: %s", memory.workspace.path, exc)
