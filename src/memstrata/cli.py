@@ -21,6 +21,9 @@ from rich.table import Table
 from rich.text import Text
 
 from . import __version__
+from .capture.scan import Entry, RuleSet, load_rules
+from .capture.scan import scan as scan_text
+from .capture.secrets import redact
 from .config import load_settings, resolve_root
 from .demo import run_demo
 from .doctor import Level, diagnose
@@ -289,6 +292,133 @@ def compact(workspace: str | None, group: str | None, max_items: int | None, as_
         _print_json({"removed": result.removed, "kept": result.kept})
     else:
         console.print(f"Compacted: removed {result.removed}, kept {result.kept}")
+
+
+def _rules(workspace: str | None, group: str | None) -> RuleSet | None:
+    """The workspace's capture rule packs on top of the built-in ones, if it has any."""
+    folder = _locate(workspace, group).rules
+    return load_rules(folder) if folder.is_dir() else None
+
+
+def _entries_json(entries: list[Entry]) -> list[dict[str, Any]]:
+    return [{"category": e.category, "text": e.text, "span": list(e.span)} for e in entries]
+
+
+@cli.command()
+@workspace_options
+@click.argument("text", required=False)
+@json_option
+def scan(workspace: str | None, group: str | None, text: str | None, as_json: bool) -> None:
+    """Show what TEXT would capture, writing nothing (a dry run of `observe`).
+
+    Without TEXT, reads one message per line from stdin and prints one JSON
+    array per line. Secrets are redacted before the scan, as `observe` does.
+    """
+    rules = _rules(workspace, group)
+    if text is None:
+        for line in sys.stdin:
+            found = scan_text(redact(line.rstrip("\n")).text, rules=rules)
+            click.echo(json.dumps(_entries_json(found), ensure_ascii=False))
+        return
+    found = scan_text(redact(text).text, rules=rules)
+    if as_json:
+        _print_json(_entries_json(found))
+    elif found:
+        for entry in found:
+            console.print(Text.assemble((f"{entry.category:>14}", "bold"), "  ", entry.text))
+    else:
+        console.print("Nothing to capture.")
+
+
+@cli.command()
+@workspace_options
+@click.argument("text")
+@click.option("--session", "-s", default=None, help="Session the message belongs to.")
+@click.option("--user", "-u", default=None, help="Who wrote the message.")
+@click.option(
+    "--source",
+    type=click.Choice([member.value for member in Source]),
+    default=Source.USER.value,
+    show_default=True,
+    help="Where the text comes from (only 'user' text is written).",
+)
+@json_option
+def observe(
+    workspace: str | None,
+    group: str | None,
+    text: str,
+    session: str | None,
+    user: str | None,
+    source: str,
+    as_json: bool,
+) -> None:
+    """Record a message as an agent would before answering it."""
+    with _memory(workspace, group) as memory:
+        captures = memory.observe(text, session=session, user=user, source=source)
+    if as_json:
+        _print_json([capture.to_dict() for capture in captures])
+        return
+    if not captures:
+        console.print("Nothing captured.")
+    for capture in captures:
+        note = "" if capture.stored else "  (not stored: only the user's own words are)"
+        if capture.superseded:
+            note += f"  (supersedes {capture.superseded})"
+        if capture.item_id:
+            note += f"  -> {capture.item_id}"
+        console.print(
+            Text.assemble((f"{capture.category:>14}", "bold"), "  ", capture.text, (note, "dim"))
+        )
+
+
+@cli.group()
+def lessons() -> None:
+    """Self-improvement lessons from tool failures and corrections."""
+
+
+@lessons.command(name="list")
+@workspace_options
+@click.option("--limit", "-n", type=click.IntRange(min=0), default=None, help="At most N.")
+@json_option
+def list_lessons(
+    workspace: str | None, group: str | None, limit: int | None, as_json: bool
+) -> None:
+    """Lessons, the ones to show first at the top."""
+    with _memory(workspace, group) as memory:
+        found = memory.top_lessons(len(memory.lessons()) if limit is None else limit)
+    if as_json:
+        _print_json([lesson.to_dict() for lesson in found])
+        return
+    if not found:
+        console.print("No lessons.")
+        return
+    table = Table(show_edge=False, pad_edge=False)
+    for column in ("id", "kind", "seen", "what went wrong", "instead", "last"):
+        table.add_column(column, overflow="fold")
+    for lesson in found:
+        table.add_row(
+            lesson.id,
+            lesson.kind,
+            str(lesson.hits),
+            Text(lesson.wrong),
+            Text(lesson.instead),
+            lesson.updated_at.strftime("%Y-%m-%d %H:%M"),
+        )
+    console.print(table)
+
+
+@lessons.command(name="delete")
+@workspace_options
+@click.argument("lesson_id", metavar="ID")
+@json_option
+def delete_lesson(workspace: str | None, group: str | None, lesson_id: str, as_json: bool) -> None:
+    """Delete the lesson with this ID."""
+    with _memory(workspace, group) as memory:
+        lesson = memory.forget_lesson(lesson_id)
+    if as_json:
+        _print_json(lesson.to_dict())
+    else:
+        console.print(f"Deleted lesson {lesson.id}: {lesson.text}", markup=False)
 
 
 _STYLE = {Level.OK: "green", Level.INFO: "cyan", Level.WARN: "yellow", Level.ERROR: "red"}

@@ -1,9 +1,11 @@
 """``memstrata demo``: a short scripted conversation through the real engine.
 
 Runs on the embedded default (files in a temporary workspace; no key, no
-server). It shows what memstrata keeps, that a hand edit of MEMORY.md is
-taken in, and that a write acknowledged just before a kill -9 survives.
-Later layers (capture, search, context) extend this script as they land.
+server). Each user message is captured before the (scripted) agent answers:
+what goes to SESSION-STATE.md and MEMORY.md, a correction superseding a fact,
+a secret redacted, a question not captured. Then a hand edit of MEMORY.md is
+taken in, and a write acknowledged just before a kill -9 survives. Later
+layers (search, context) extend this script as they land.
 """
 
 from __future__ import annotations
@@ -25,27 +27,16 @@ from .memory import Memory
 
 __all__ = ["run_demo"]
 
-# (user message, facts the agent stores with its memory tool: (text, category))
-SCRIPT: list[tuple[str, list[tuple[str, str]]]] = [
-    (
-        "Hi! I'm Sardor, I look after the billing service.",
-        [
-            ("The user's name is Sardor", "proper_noun"),
-            ("Sardor owns the billing service", "project"),
-        ],
-    ),
-    (
-        "Please keep answers short, code first.",
-        [("Prefers short answers with code first", "preference")],
-    ),
-    (
-        "Remember that the staging database is pg-staging-2.",
-        [("The staging database is pg-staging-2", "remember")],
-    ),
-    (
-        "Again: short answers, code first, please.",
-        [("prefers short answers with code first.", "preference")],
-    ),
+# (user message, the scripted agent's answer): every message goes through observe.
+SCRIPT: list[tuple[str, str]] = [
+    ("Hi! I'm Sardor, I look after the billing service.", "Hi Sardor! How can I help?"),
+    ("I prefer short answers with code first.", "Noted: short answers, code first."),
+    ("Remember that the staging database is pg-staging-2.", "Got it."),
+    ("Let's go with PostgreSQL for the new ledger.", "PostgreSQL it is."),
+    ("I prefer short answers with code first!", "Short and code first, as you said."),
+    ("Do you prefer tabs or spaces?", "Spaces, four of them."),
+    ("Actually, the staging database is pg-staging-3, not pg-staging-2.", "Updated."),
+    ("Remember: my staging password is Tr0ub4dor&3", "I will not repeat it."),
 ]
 
 _CRASHING_WRITER = """
@@ -74,15 +65,15 @@ def _run(console: Console, path: Path) -> None:
     console.rule("[bold]memstrata demo[/bold]")
     console.print(f"Workspace: {escape(str(path))}\n")
     with Memory.open(path) as memory:
-        for message, facts in SCRIPT:
-            console.print(f"[bold cyan]user[/bold cyan]  {escape(message)}")
-            for text, category in facts:
-                item = memory.remember(text, category=category, session="demo")
-                seen = f" (duplicate: seen {item.hits + 1}x)" if item.hits else ""
-                console.print(
-                    f"      [green]remembered[/green] {item.id} {escape(f'[{category}]')}{seen}"
-                )
-        _correct_and_redact(console, memory)
+        for message, answer in SCRIPT:
+            _observe(console, memory, message)
+            memory.record_exchange(message, answer, session="demo")
+        lesson = memory.record_tool_failure(
+            "run_sql", {"db": "pg-staging-2"}, "connection refused: pg-staging-2:5432"
+        )
+        console.print(f"[bold magenta]tool[/bold magenta]  run_sql failed: lesson {lesson.id}")
+    state = path / "sessions" / "demo" / "SESSION-STATE.md"
+    _show(console, state, "sessions/demo/SESSION-STATE.md (captured before answering)")
     _show(console, path / "MEMORY.md", "MEMORY.md after the conversation")
 
     console.print("\n[bold]A person edits MEMORY.md by hand[/bold] (adds a fact without an id)")
@@ -122,22 +113,24 @@ def _run(console: Console, path: Path) -> None:
     _show(console, memory_md, "MEMORY.md at the end")
     console.print(
         f"\n{report.items} live item(s), journal lsn {report.lsn}, "
-        f"{report.quarantined} quarantined; files: MEMORY.md, memory/LTM_SNAPSHOT.json, "
+        f"{report.quarantined} quarantined; files: sessions/demo/SESSION-STATE.md, MEMORY.md, "
+        "memory/<today>.md (the daily note), memory/LESSONS.jsonl, memory/LTM_SNAPSHOT.json, "
         "memory/LTM_AUDIT.jsonl"
     )
 
 
-def _correct_and_redact(console: Console, memory: Memory) -> None:
-    """A correction supersedes a fact; a secret is redacted before it is written."""
-    message = "Actually, staging moved: the staging database is pg-staging-3 now."
+def _observe(console: Console, memory: Memory, message: str) -> None:
     console.print(f"[bold cyan]user[/bold cyan]  {escape(message)}")
-    [old] = [i for i in memory.list() if "pg-staging-2" in i.text]
-    new = memory.supersede(old.id, "The staging database is pg-staging-3", session="demo")
-    console.print(f"      [green]superseded[/green] {old.id} by {new.id} (the old fact is kept)")
-    message = "The staging password is Tr0ub4dor&3, keep it handy."
-    console.print(f"[bold cyan]user[/bold cyan]  {escape(message)}")
-    item = memory.remember("staging password: Tr0ub4dor&3", category="remember", session="demo")
-    console.print(f"      [green]remembered[/green] {item.id} as: {escape(item.text)}")
+    captures = memory.observe(message, session="demo")
+    if not captures:
+        console.print("      [dim]nothing captured[/dim]")
+    for capture in captures:
+        what = f"      [green]{capture.category}[/green]"
+        if capture.superseded:
+            what += f" supersedes {capture.superseded} with {capture.item_id}"
+        elif capture.item_id:
+            what += f" -> long-term {capture.item_id}"
+        console.print(what)
 
 
 def _show(console: Console, path: Path, title: str) -> None:

@@ -12,12 +12,14 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from .capture.scan import load_rules
 from .config import load_settings
 from .errors import MemstrataError
 from .files import TEMP_MARK, list_quarantine
 from .journal import scan
 from .lock import lock_holder
 from .store import markdown
+from .store.lessons import LessonStore
 from .store.longterm import Snapshot
 from .workspace import Workspace
 
@@ -61,6 +63,8 @@ def diagnose(workspace: Workspace) -> list[Finding]:
         _lock(workspace),
         *_journal(workspace),
         *_snapshot_and_markdown(workspace),
+        *_lessons(workspace),
+        *_capture_rules(workspace),
         *_quarantine(workspace),
         *_leftovers(workspace),
     ]
@@ -193,6 +197,37 @@ def _snapshot_and_markdown(ws: Workspace) -> list[Finding]:
                 )
             )
     return findings
+
+
+def _lessons(ws: Workspace) -> list[Finding]:
+    if not ws.lessons.exists():
+        return []
+    try:
+        lessons, bad = LessonStore.parse(ws.lessons.read_bytes())
+    except OSError as exc:
+        return [Finding(Level.ERROR, "lessons", f"cannot read {ws.lessons}: {exc}")]
+    if bad:
+        lines = ", ".join(str(number) for number, _, _ in bad[:5])
+        return [
+            Finding(
+                Level.WARN,
+                "lessons",
+                f"memory/LESSONS.jsonl has {len(bad)} unreadable line(s) ({lines}); "
+                "the next open sets them aside in the quarantine",
+            )
+        ]
+    return [Finding(Level.OK, "lessons", f"{len(lessons)} lesson(s)")]
+
+
+def _capture_rules(ws: Workspace) -> list[Finding]:
+    if not ws.rules.is_dir():
+        return []
+    packs = sorted(path.name for path in ws.rules.glob("*.toml"))
+    try:
+        load_rules(ws.rules)
+    except MemstrataError as exc:
+        return [Finding(Level.ERROR, "capture rules", f"{exc}; `observe` cannot run until fixed")]
+    return [Finding(Level.OK, "capture rules", f"workspace packs: {', '.join(packs) or 'none'}")]
 
 
 def _quarantine(ws: Workspace) -> list[Finding]:
