@@ -556,3 +556,40 @@ def test_doctor_names_a_broken_rule_pack_and_a_bad_lessons_line(ws: Path) -> Non
     assert findings["lessons"].level is Level.WARN and "1 unreadable" in findings["lessons"].message
     with pytest.raises(InvalidInput, match="bad.toml"):
         Memory.open(ws)
+
+
+# -- one sentence, several statements --------------------------------------------------
+
+
+def test_a_correction_of_the_name_leaves_the_preference_said_with_it_live(memory: Memory) -> None:
+    first = memory.observe("My name is Sarvar and I prefer dark mode.")
+    by_category = {capture.category: capture.item_id for capture in first}
+    assert by_category["proper_noun"] != by_category["preference"]
+    fix = {c.category: c for c in memory.observe("Actually, my name is Sardor, not Sarvar.")}
+    assert fix["correction"].superseded == by_category["proper_noun"]
+    live = {item.text for item in memory.list()}
+    assert live == {"I prefer dark mode.", "Actually, my name is Sardor, not Sarvar."}
+
+
+@pytest.mark.parametrize(
+    ("text", "clauses"),
+    [
+        ("Меня зовут Сарвар, и я люблю чай", {"Меня зовут Сарвар", "я люблю чай"}),
+        ("我叫李娜，我喜欢喝茶", {"我叫李娜", "我喜欢喝茶"}),
+        (
+            "Ismim Sardor va men choyni yaxshi ko'raman",
+            {"Ismim Sardor", "men choyni yaxshi ko'raman"},
+        ),
+    ],
+)
+def test_independent_clauses_become_facts_of_their_own(
+    memory: Memory, text: str, clauses: set[str]
+) -> None:
+    memory.observe(text)
+    assert {item.text for item in memory.list()} == clauses
+
+
+def test_a_sentence_whose_parts_do_not_stand_alone_stays_one_fact(memory: Memory) -> None:
+    # the second clause holds no durable category of its own: nothing is cut
+    memory.observe("My name is Sarvar, I was born on 2001-03-04")
+    assert [item.text for item in memory.list()] == ["My name is Sarvar, I was born on 2001-03-04"]

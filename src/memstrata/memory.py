@@ -67,6 +67,7 @@ __all__ = ["Memory"]
 
 ItemList = builtins.list[Item]
 _MAX_FACT_CHARS = 4000
+_NO_FACT: tuple[None, None] = (None, None)
 
 
 class Memory(Engine):
@@ -269,7 +270,9 @@ class Memory(Engine):
             self._after_write()
         self._notify(*events)
         return [
-            Capture(e.category, _one_line(e.text), at, True, *facts.get(e.span, (None, None)))
+            Capture(
+                e.category, _one_line(e.text), at, True, *facts.get((e.span, e.category), _NO_FACT)
+            )
             for e in entries
         ]
 
@@ -280,10 +283,11 @@ class Memory(Engine):
         user: str | None,
         at: datetime,
         events: builtins.list[WriteEvent],
-    ) -> dict[tuple[int, int], tuple[str, str | None]]:
-        """Durable facts of a message's entries -> (item id, superseded id) by sentence."""
-        done: dict[tuple[int, int], tuple[str, str | None]] = {}
-        for fact in durable_facts(entries):
+    ) -> dict[tuple[tuple[int, int], str], tuple[str, str | None]]:
+        """Durable facts of a message's entries -> (item id, superseded id) by
+        sentence and category."""
+        done: dict[tuple[tuple[int, int], str], tuple[str, str | None]] = {}
+        for fact in durable_facts(entries, lambda clause: scan(clause, rules=self._rules)):
             line = _one_line(fact.text)[:_MAX_FACT_CHARS]
             item = self._live_or_new(line, fact.category, Source.USER, session, at, user)
             target = None
@@ -296,7 +300,8 @@ class Memory(Engine):
                 events.append(self._put_items([retired, item], "correction", sync=False))
                 lesson = correction_lesson(target.text, line, at=at, session=session)
                 events.append(self._put_lesson(lesson))
-            done[fact.span] = (item.id, target.id if target else None)
+            for category in fact.categories:
+                done.setdefault((fact.span, category), (item.id, target.id if target else None))
         return done
 
     def session_state(self, session: str | None = None) -> builtins.list[StateEntry]:

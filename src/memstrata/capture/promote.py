@@ -5,7 +5,11 @@ per sentence that holds a ``proper_noun``, ``preference`` or ``remember``
 entry or a ``correction`` (the seed's durable categories plus corrections).
 A sentence with several categories is one fact; its category is the first
 of ``proper_noun, preference, remember, decision, specific_value`` it holds,
-else ``correction``.
+else ``correction``. But a sentence that joins independent statements ("My
+name is Sarvar and I prefer dark mode") is cut into its clauses when each
+clause, scanned alone, holds a durable category: each clause is then a fact
+of its own, so that a later correction of the name leaves the preference live.
+Corrections are never cut.
 
 ``corrected_item(fact, items)`` finds, deterministically and without a
 model, the live item a correction replaces:
@@ -21,7 +25,7 @@ model, the live item a correction replaces:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -120,30 +124,78 @@ _STOP = frozenset(
 _CJK_MARKERS = re.compile(r"其实|不是|是|我|的|了|，|。")
 
 
+# Where one statement ends and the next begins inside a sentence: a conjunction
+# or comma before a first-person subject, a semicolon, a Chinese comma.
+_CLAUSE_BREAK = re.compile(
+    r"\s*[,;]\s*(?:and|but)\s+"
+    r"|\s+(?:and|but)\s+(?=(?:i|i'm|my|we|our)\b)"
+    r"|\s*;\s*"
+    r"|\s*,\s*(?=(?:i|i'm|my|we|our)\b)"
+    r"|\s*,?\s+(?:и|а)\s+(?=(?:я|мне|меня|мой|моя|моё|мы|наш)\b)"
+    r"|\s+va\s+(?=(?:men|menga|meni|mening|biz)\b)"
+    r"|[，；]",
+    re.IGNORECASE,
+)
+
+
 @dataclass(frozen=True, slots=True)
 class Fact:
-    """A sentence to keep as a long-term item."""
+    """A sentence, or a clause of one, to keep as a long-term item."""
 
     text: str
     category: str
     correction: bool
     span: tuple[int, int]  # of the sentence in the message
+    categories: frozenset[str]  # the entries of the sentence this fact stands for
 
 
-def durable_facts(entries: Sequence[Entry]) -> list[Fact]:
-    """The facts of one message's entries, in message order."""
+Rescan = Callable[[str], Sequence[Entry]]
+
+
+def durable_facts(entries: Sequence[Entry], rescan: Rescan | None = None) -> list[Fact]:
+    """The facts of one message's entries, in message order; ``rescan`` (the
+    scanner) lets a sentence of independent statements be cut into clauses."""
     by_sentence: dict[tuple[int, int], list[Entry]] = {}
     for entry in entries:
         by_sentence.setdefault(entry.span, []).append(entry)
     facts = []
     for group in by_sentence.values():
-        categories = {entry.category for entry in group}
+        categories = frozenset(entry.category for entry in group)
         correction = "correction" in categories
         if not correction and not categories & set(DURABLE):
             continue
-        category = next((c for c in _CATEGORY_ORDER if c in categories), "correction")
-        facts.append(Fact(group[0].text, category, correction, group[0].span))
+        span, text = group[0].span, group[0].text
+        clauses = None if correction or rescan is None else _clauses(text, categories, rescan)
+        if clauses:
+            facts += [Fact(t, _category(c), False, span, c) for t, c in clauses]
+        else:
+            facts.append(Fact(text, _category(categories), correction, span, categories))
     return facts
+
+
+def _category(categories: Iterable[str]) -> str:
+    return next((c for c in _CATEGORY_ORDER if c in categories), "correction")
+
+
+def _clauses(
+    sentence: str, categories: frozenset[str], rescan: Rescan
+) -> list[tuple[str, frozenset[str]]] | None:
+    """The clauses of ``sentence`` with the categories each holds alone, when
+    there are several, each holds a durable one, and together they hold exactly
+    the categories of the sentence; else None."""
+    pieces = [piece.strip() for piece in _CLAUSE_BREAK.split(sentence)]
+    pieces = [piece for piece in pieces if piece]
+    if len(pieces) < 2:
+        return None
+    out = []
+    for piece in pieces:
+        found = frozenset(entry.category for entry in rescan(piece))
+        if not found & set(DURABLE):
+            return None
+        out.append((piece, found))
+    if frozenset().union(*(found for _, found in out)) != categories:
+        return None
+    return out
 
 
 def _negated_values(text: str) -> list[str]:
