@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 
 from memstrata import Memory
+from memstrata.workspace import Workspace
+from workspaces import fresh
 
 
 @pytest.fixture(autouse=True)
@@ -28,3 +30,9 @@ def ws(tmp_path: Path) -> Path:
 def memory(ws: Path) -> Iterator[Memory]:
     with Memory.open(ws) as opened:
         yield opened
+
+
+@pytest.fixture
+def workspace(ws: Path) -> Workspace:
+    """A created workspace (layout in place), for the modules below ``Memory``."""
+    return fresh(ws)

@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 from memstrata import Corrupt, InvalidInput, NotFound
 from memstrata.layers import POLICY, Policy, core, migrate, semantic
 from memstrata.model import clean_text, normalize_text
-from memstrata.workspace import Workspace, init_workspace
+from memstrata.workspace import Workspace
+from workspaces import fresh
 
 SECRET = "api_key=sk-proj-abcdefghijklmnopqrstuvwxyz123456"
 # Prose with no digits or credential words: redaction leaves it alone.
@@ -27,17 +28,6 @@ def _template(name: str) -> str:
     return (resources.files("memstrata") / "templates" / name).read_text("utf-8")
 
 
-def _fresh(root: Path) -> Workspace:
-    workspace = Workspace.locate(root)
-    init_workspace(workspace)
-    return workspace
-
-
-@pytest.fixture
-def workspace(ws: Path) -> Workspace:
-    return _fresh(ws)
-
-
 def _no_temp_files(folder: Path) -> None:
     assert not [p for p in folder.rglob("*") if ".tmp-" in p.name]
 
@@ -46,18 +36,12 @@ def _no_temp_files(folder: Path) -> None:
 
 
 def test_the_policy_table_names_every_layer_once() -> None:
-    assert dict(POLICY) == {
-        "core": Policy.ALWAYS,
-        "working": Policy.ALWAYS,
-        "session_state": Policy.ALWAYS,
-        "long_term": Policy.GATED,
-        "lessons": Policy.ALWAYS,
-        "semantic": Policy.ON_DEMAND,
-        "notebook": Policy.ON_DEMAND,
-        "daily_notes": Policy.ON_DEMAND,
-        "transcripts": Policy.NEVER,
-        "system": Policy.NEVER,
-    }
+    layers = "core working session_state long_term lessons semantic notebook daily_notes"
+    assert set(POLICY) == {*layers.split(), "transcripts", "system"}
+    assert all(isinstance(policy, Policy) for policy in POLICY.values())
+    # who the agent is reaches every prompt; system files never do
+    assert POLICY["core"] is Policy.ALWAYS and POLICY["system"] is Policy.NEVER
+    assert POLICY["long_term"] is Policy.GATED
 
 
 def test_the_policy_table_is_read_only() -> None:
@@ -202,7 +186,7 @@ item_texts = st.text(alphabet="abcxyz ÄЖ漢.,!-", min_size=1, max_size=40).fil
 @given(st.lists(item_texts, max_size=12), st.sampled_from(sorted(semantic.FILES)))
 def test_semantic_round_trip(texts: list[str], name: str) -> None:
     with tempfile.TemporaryDirectory() as root:
-        workspace = _fresh(Path(root))
+        workspace = fresh(Path(root))
         expected: dict[str, str] = {}
         for text in texts:
             item = semantic.add(workspace, name, text)
@@ -402,7 +386,7 @@ def test_compaction_cut_loses_nothing(head: str, generated: list[tuple[bool, str
         else:
             kept += block
     with tempfile.TemporaryDirectory() as root:
-        workspace = _fresh(Path(root))
+        workspace = fresh(Path(root))
         soul = workspace.path / "core" / "SOUL.md"
         soul.write_text(text)
         sections = migrate.take_compaction_sections(workspace)
@@ -418,7 +402,7 @@ def test_compaction_cut_loses_nothing(head: str, generated: list[tuple[bool, str
 @given(prose, st.sampled_from(["template", "missing", "empty", "custom"]))
 def test_claude_md_migration_loses_nothing(claude: str, soul_state: str) -> None:
     with tempfile.TemporaryDirectory() as root:
-        workspace = _fresh(Path(root))
+        workspace = fresh(Path(root))
         soul = workspace.path / "core" / "SOUL.md"
         custom = "# Mine\n\n- keep me\n"
         if soul_state == "missing":

@@ -13,18 +13,8 @@ from hypothesis import strategies as st
 from memstrata import AccessDenied, Conflict, InvalidInput, NotFound
 from memstrata.layers import notebook
 from memstrata.model import clean_text
-from memstrata.workspace import Workspace, init_workspace
-
-
-def _fresh(root: Path) -> Workspace:
-    workspace = Workspace.locate(root)
-    init_workspace(workspace)
-    return workspace
-
-
-@pytest.fixture
-def workspace(ws: Path) -> Workspace:
-    return _fresh(ws)
+from memstrata.workspace import Workspace
+from workspaces import fresh
 
 
 def test_create_puts_a_titled_note_in_the_inbox(workspace: Workspace) -> None:
@@ -169,7 +159,7 @@ def test_any_title_makes_a_note_inside_the_inbox(title: str) -> None:
     except InvalidInput:
         return
     with tempfile.TemporaryDirectory() as root:
-        workspace = _fresh(Path(root))
+        workspace = fresh(Path(root))
         note = notebook.create(workspace, title)
         assert note.path.parent == workspace.path / "notes" / "inbox"
         assert notebook.check_name(note.name) == note.name

@@ -15,21 +15,11 @@ from memstrata import Corrupt, InvalidInput
 from memstrata.layers import working
 from memstrata.layers.working import Dropped, Section, WorkingMemory
 from memstrata.model import clean_text
-from memstrata.workspace import Workspace, init_workspace
+from memstrata.workspace import Workspace
+from workspaces import fresh
 
 AT = datetime(2026, 1, 15, 10, 30, tzinfo=UTC)
 TEMPLATE = (resources.files("memstrata") / "templates" / "WORKING_MEMORY.md").read_text("utf-8")
-
-
-def _fresh(root: Path) -> Workspace:
-    workspace = Workspace.locate(root)
-    init_workspace(workspace)
-    return workspace
-
-
-@pytest.fixture
-def workspace(ws: Path) -> Workspace:
-    return _fresh(ws)
 
 
 def _file(workspace: Workspace) -> str:
@@ -208,7 +198,7 @@ def test_every_write_keeps_the_cap_and_the_newest_progress(
     script: list[tuple[str, str, object]], cap: int
 ) -> None:
     with tempfile.TemporaryDirectory() as root:
-        workspace = _fresh(Path(root))
+        workspace = fresh(Path(root))
         newest: str | None = None
         for kind, section, argument in script:
             before = working.path(workspace).read_bytes()

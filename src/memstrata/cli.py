@@ -71,6 +71,17 @@ def json_option(func: F) -> F:
     return click.option("--json", "as_json", is_flag=True, help="Print JSON.")(func)
 
 
+def source_option(help: str) -> Callable[[F], F]:
+    """``--source``: who a text comes from (one of ``Source``)."""
+    return click.option(
+        "--source",
+        type=click.Choice([member.value for member in Source]),
+        default=Source.USER.value,
+        show_default=True,
+        help=help,
+    )
+
+
 def _locate(workspace: str | None, group: str | None) -> Workspace:
     return Workspace.locate(resolve_root(workspace), group)
 
@@ -200,13 +211,7 @@ def get(workspace: str | None, group: str | None, item_id: str, as_json: bool) -
 @click.argument("text")
 @click.option("--category", "-c", default=None, help="Category (section of MEMORY.md).")
 @click.option("--session", "-s", default=None, help="Session the fact came from.")
-@click.option(
-    "--source",
-    type=click.Choice([member.value for member in Source]),
-    default=Source.USER.value,
-    show_default=True,
-    help="Who the fact comes from.",
-)
+@source_option("Who the fact comes from.")
 @json_option
 def remember(
     workspace: str | None,
@@ -335,13 +340,7 @@ def scan(workspace: str | None, group: str | None, text: str | None, as_json: bo
 @click.argument("text")
 @click.option("--session", "-s", default=None, help="Session the message belongs to.")
 @click.option("--user", "-u", default=None, help="Who wrote the message.")
-@click.option(
-    "--source",
-    type=click.Choice([member.value for member in Source]),
-    default=Source.USER.value,
-    show_default=True,
-    help="Where the text comes from (only 'user' text is written).",
-)
+@source_option("Where the text comes from (only 'user' text is written).")
 @json_option
 def observe(
     workspace: str | None,
