@@ -13,8 +13,8 @@ PACKAGE = Path(memstrata.__file__).parent
 # DESIGN.md's module map: imports point down only.
 LAYERS = {
     "interfaces": {"cli", "demo", "doctor"},
-    "facade": {"memory", "engine"},
-    "services": {"capture", "layers"},
+    "facade": {"memory", "engine", "transcripts"},
+    "services": {"capture", "layers", "history"},
     "foundation": {
         "config",
         "errors",

@@ -33,6 +33,9 @@ class Settings:
     max_items: int = 0
     lock_timeout_seconds: float = 30.0
     session_state_max_chars: int = 8000
+    session_max_turns: int = 1000
+    session_max_bytes: int = 2_000_000
+    session_keep_turns: int = 200
 
     def __post_init__(self) -> None:
         for spec in fields(self):

@@ -30,13 +30,12 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from .capture import notes
 from .capture.promote import corrected_item, durable_facts
 from .capture.scan import Entry, load_rules, scan
 from .capture.secrets import redact
 from .capture.session_state import StateEntry, append_entries, parse_state
 from .config import Settings
-from .engine import Engine, WriteHook, safe_text
+from .engine import WriteHook, safe_text
 from .errors import Conflict, InvalidInput, NotFound
 from .files import list_quarantine, storage_errors
 from .model import (
@@ -46,6 +45,7 @@ from .model import (
     Source,
     Status,
     WriteEvent,
+    aware,
     clean_session,
     clean_text,
     normalize_category,
@@ -61,6 +61,7 @@ from .store.lessons import (
     tool_failure_lesson,
 )
 from .store.longterm import OP_DELETE, OP_PUT
+from .transcripts import Transcripts
 from .workspace import Workspace, init_workspace
 
 __all__ = ["Memory"]
@@ -70,7 +71,7 @@ _MAX_FACT_CHARS = 4000
 _NO_FACT: tuple[None, None] = (None, None)
 
 
-class Memory(Engine):
+class Memory(Transcripts):
     """Layered, durable memory of one workspace (use ``Memory.open``)."""
 
     # -- lifecycle ------------------------------------------------------------
@@ -100,6 +101,7 @@ class Memory(Engine):
         try:
             with storage_errors(f"open the workspace at {workspace.path}"), memory._lock:
                 memory._load()
+                memory._upgrade_history()
         except BaseException:
             memory._closed = True
             memory._journal.close()
@@ -316,19 +318,20 @@ class Memory(Engine):
     def record_exchange(
         self, user: str, agent: str, *, session: str | None = None, at: datetime | None = None
     ) -> Path:
-        """Append one exchange to today's daily note ``memory/YYYY-MM-DD.md``; returns it."""
+        """Append one exchange to today's daily note ``memory/YYYY-MM-DD.md``; returns it.
+
+        ``record_turn`` writes the same note (one code path) and the transcript.
+        """
         for name, value in (("user", user), ("agent", agent)):
             if not isinstance(value, str):
                 raise InvalidInput(f"{name} must be a string, not {type(value).__name__}")
         session = clean_session(session)
-        when = now() if at is None else _aware(at)
-        block = notes.note_block(redact(user).text, redact(agent).text, when)
+        when = now() if at is None else aware(at)
         self._check_open()
         with storage_errors("write the daily note"), self._lock:
-            path = notes.append_exchange(self.workspace.path / "memory", block, when)
-        where = path.relative_to(self.workspace.path).as_posix()
-        self._notify(WriteEvent("note", "put", block, Source.USER, where, session))
-        return path
+            event = self._note(redact(user).text, redact(agent).text, session, when)
+        self._notify(event)
+        return self.workspace.path / event.path
 
     # -- lessons --------------------------------------------------------------
 
@@ -511,9 +514,3 @@ def _clean_user(user: str | None) -> str | None:
         return clean_session(user)
     except InvalidInput as exc:
         raise InvalidInput(str(exc).replace("session", "user")) from None
-
-
-def _aware(at: datetime) -> datetime:
-    if not isinstance(at, datetime):
-        raise InvalidInput(f"at must be a datetime, not {type(at).__name__}")
-    return at if at.tzinfo is not None else at.astimezone()

@@ -94,6 +94,13 @@ def now() -> datetime:
     return datetime.now(UTC)
 
 
+def aware(at: datetime) -> datetime:
+    """``at`` with a time zone (a naive time is the machine's local time)."""
+    if not isinstance(at, datetime):
+        raise InvalidInput(f"at must be a datetime, not {type(at).__name__}")
+    return at if at.tzinfo is not None else at.astimezone()
+
+
 def clean_text(text: str) -> str:
     """Make ``text`` one storable line, or raise ``InvalidInput``."""
     if not isinstance(text, str):
@@ -284,7 +291,7 @@ class Capture:
 class WriteEvent:
     """What a write hook is told: one durable change to memory."""
 
-    kind: str  # "capture", "fact", "note" or "lesson"
+    kind: str  # "capture", "fact", "note", "lesson" or "turn"
     op: str  # "put" or "delete"
     content: str  # the text as written (secrets redacted); "" for a delete
     source: Source

@@ -1,0 +1,203 @@
+"""The transcript calls of ``Memory`` (issue 7): ``record_turn`` and the
+sessions it builds, on top of ``history`` (the files) and ``Engine`` (the lock,
+hooks, quarantine).
+
+* ``record_turn`` redacts every text and every tool argument and result,
+  takes the next seq under the workspace lock, appends the turn to
+  ``sessions/<session>.jsonl`` and its events to the audit log (both fsynced
+  before return), appends the exchange to today's daily note through the
+  same code path as ``record_exchange``, and compacts the transcript when it
+  passed ``session_max_turns`` or ``session_max_bytes``.
+* A session's last seq is kept in RAM with the size and mtime of its file; a
+  file another process (or a person) changed is read again.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from . import history
+from .capture import notes
+from .capture.secrets import redact
+from .engine import Engine
+from .errors import InvalidInput, NotFound
+from .files import storage_errors
+from .history import Compaction, SessionInfo, Turn
+from .model import Source, WriteEvent, aware, clean_session, now
+
+__all__ = ["Transcripts"]
+
+
+class Transcripts(Engine):
+    """Transcripts, audit logs, daily notes and session compaction."""
+
+    _heads: dict[str, tuple[int, int, int, int]]  # session -> (seq, turns, size, mtime_ns)
+
+    def record_turn(
+        self,
+        session: str,
+        *,
+        user: str,
+        assistant: str,
+        reasoning: str | None = None,
+        tool_calls: Sequence[Mapping[str, Any]] = (),
+        tool_results: Sequence[Mapping[str, Any]] = (),
+        meta: Mapping[str, Any] | None = None,
+        at: datetime | None = None,
+    ) -> Turn:
+        """Append one completed turn to the session's transcript, its events to
+        the audit log and the exchange to today's daily note; durable on return."""
+        name = clean_session(session)
+        if name is None:
+            raise InvalidInput("record_turn needs a session")
+        when = now() if at is None else aware(at)
+        safe_calls = [_redacted(call) for call in _sequence(tool_calls, "tool_calls")]
+        safe_results = [_redacted(result) for result in _sequence(tool_results, "tool_results")]
+        pieces = {"user": user, "assistant": assistant}
+        for label, value in pieces.items():
+            if not isinstance(value, str):
+                raise InvalidInput(f"{label} must be a string, not {type(value).__name__}")
+        self._check_open()
+        events: builtins.list[WriteEvent] = []
+        with storage_errors("record the turn"), self._lock:
+            last, count = self._head(name)
+            seq = last + 1
+            turn = history.build_turn(
+                name,
+                seq,
+                when,
+                user=redact(user).text,
+                assistant=redact(assistant).text,
+                reasoning=redact(reasoning).text if isinstance(reasoning, str) else reasoning,
+                tool_calls=safe_calls,
+                tool_results=safe_results,
+                meta=_redacted(meta) if meta is not None else None,
+            )
+            transcript, _audit = history.append_turn(self.workspace, turn)
+            self._remember_head(name, seq, count + 1, transcript)
+            where = transcript.relative_to(self.workspace.path).as_posix()
+            text = f"{turn.text_of('user')}\n{turn.text_of('assistant')}"
+            events.append(WriteEvent("turn", "put", text, Source.USER, where, name, (turn.id,)))
+            events.append(self._note(turn.text_of("user"), turn.text_of("assistant"), name, when))
+            self._maybe_compact(name)
+        self._notify(*events)
+        return turn
+
+    def _note(self, user: str, agent: str, session: str | None, when: datetime) -> WriteEvent:
+        """Append an exchange (already redacted) to the daily note (lock held)."""
+        block = notes.note_block(user, agent, when)
+        path = notes.append_exchange(self.workspace.path / "memory", block, when)
+        where = path.relative_to(self.workspace.path).as_posix()
+        return WriteEvent("note", "put", block, Source.USER, where, session)
+
+    def _head(self, session: str) -> tuple[int, int]:
+        """The session's last seq and number of turns (lock held): from RAM
+        while the file is as this process left it, else read again."""
+        path = history.transcript_path(self.workspace, session)
+        try:
+            info = path.stat()
+        except FileNotFoundError:
+            self._heads.pop(session, None)
+            return 0, 0
+        cached = self._heads.get(session)
+        if cached is not None and cached[2:] == (info.st_size, info.st_mtime_ns):
+            return cached[0], cached[1]
+        seq = history.last_seq(self.workspace, session, self._quarantine)
+        return seq, len(history.read_turns(self.workspace, session))
+
+    def _remember_head(self, session: str, seq: int, count: int, path: Path) -> None:
+        info = path.stat()
+        self._heads[session] = (seq, count, info.st_size, info.st_mtime_ns)
+
+    def _maybe_compact(self, session: str) -> None:
+        limits = self.settings
+        _, turns, size, _ = self._heads[session]
+        too_long = bool(limits.session_max_turns) and turns > limits.session_max_turns
+        too_big = bool(limits.session_max_bytes) and size > limits.session_max_bytes
+        if too_long or too_big:
+            done = history.compact(self.workspace, session, limits.session_keep_turns)
+            self._heads.pop(session, None)
+            if done.archived:
+                self._notice(
+                    f"session {session}: {done.archived} older turn(s) moved to {done.archive}"
+                )
+
+    # -- reads and maintenance ---------------------------------------------------
+
+    def sessions(self) -> builtins.list[SessionInfo]:
+        """Every session with a transcript, the most recently active first."""
+        self._check_open()
+        return history.list_sessions(self.workspace)
+
+    def turns(self, session: str, *, last: int | None = None) -> builtins.list[Turn]:
+        """The session's turns in order (``last``: only the last N); ``NotFound``
+        for a session without a transcript."""
+        if last is not None and (isinstance(last, bool) or not isinstance(last, int) or last < 0):
+            raise InvalidInput(f"last must be a whole number >= 0, not {last!r}")
+        name = _session(session)
+        self._check_open()
+        if not history.transcript_path(self.workspace, name).exists():
+            raise NotFound(f"no transcript for session {name!r}")
+        found = history.read_turns(self.workspace, name)
+        return found[-last:] if last else ([] if last == 0 else found)
+
+    def audit(self, session: str) -> builtins.list[dict[str, Any]]:
+        """The session's audit events, in order."""
+        name = _session(session)
+        self._check_open()
+        return history.read_audit(self.workspace, name)
+
+    def compact_transcript(self, session: str, *, keep: int | None = None) -> Compaction:
+        """Keep the last ``keep`` turns (default: the ``session_keep_turns``
+        setting) of the session's transcript; the older ones move to
+        ``sessions/archive/`` and are summarised in its metadata record."""
+        name = _session(session)
+        self._check_open()
+        if not history.transcript_path(self.workspace, name).exists():
+            raise NotFound(f"no transcript for session {name!r}")
+        keep_last = self.settings.session_keep_turns if keep is None else keep
+        with storage_errors("compact the transcript"), self._lock:
+            done = history.compact(self.workspace, name, keep_last)
+            self._heads.pop(name, None)
+        return done
+
+    def compact_transcripts(self, *, keep: int | None = None) -> builtins.list[Compaction]:
+        """``compact_transcript`` for every session."""
+        return [self.compact_transcript(info.session, keep=keep) for info in self.sessions()]
+
+    def _upgrade_history(self) -> None:
+        """Version 1 transcripts and q15 turn files upgraded at open (lock held)."""
+        self._heads = {}
+        for notice in history.upgrade(self.workspace, self._quarantine):
+            self._notice(notice)
+
+
+def _session(session: str) -> str:
+    name = clean_session(session)
+    if name is None:
+        raise InvalidInput("a session is needed")
+    return name
+
+
+def _sequence(value: Any, name: str) -> Sequence[Mapping[str, Any]]:
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        raise InvalidInput(f"{name} must be a list of mappings")
+    return value
+
+
+def _redacted(value: Any) -> Any:
+    """``value`` with secrets redacted in every string, keys and values alike."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInput(f"cannot be stored as JSON: {exc}") from exc
+    safe = redact(text).text
+    try:
+        return json.loads(safe)
+    except ValueError:
+        return safe
