@@ -13,7 +13,7 @@ PACKAGE = Path(memstrata.__file__).parent
 # DESIGN.md's module map: imports point down only.
 LAYERS = {
     "interfaces": {"cli", "demo", "doctor"},
-    "facade": {"memory", "engine", "transcripts"},
+    "facade": {"memory", "engine", "transcripts", "layered"},
     "services": {"capture", "layers", "history"},
     "foundation": {
         "config",

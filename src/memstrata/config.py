@@ -36,6 +36,7 @@ class Settings:
     session_max_turns: int = 1000
     session_max_bytes: int = 2_000_000
     session_keep_turns: int = 200
+    working_max_chars: int = 4000
 
     def __post_init__(self) -> None:
         for spec in fields(self):

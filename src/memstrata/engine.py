@@ -29,6 +29,7 @@ import logging
 import threading
 import weakref
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +47,7 @@ from .files import (
 )
 from .journal import Journal, Record
 from .lock import WorkspaceLock
-from .model import Item, WriteEvent, clean_text, now
+from .model import Item, Source, WriteEvent, clean_text, now
 from .store import markdown
 from .store.lessons import LessonStore
 from .store.longterm import (
@@ -151,6 +152,31 @@ class Engine:
         if drop:
             self._write(OP_DELETE, {"ids": drop, "reason": "compact"}, sync=True)
         return len(drop)
+
+    def _live_or_new(
+        self,
+        line: str,
+        category: str,
+        source: Source,
+        session: str | None,
+        at: datetime,
+        user: str | None = None,
+    ) -> Item:
+        """The live item that says ``line``, seen once more, else a new item (lock held)."""
+        existing = self._store.find_live(line, user)
+        if existing is not None:
+            return existing.evolve(hits=existing.hits + 1, updated_at=at)
+        return Item(
+            id=self._store.unused_id(),
+            text=line,
+            category=category,
+            source=source,
+            session=session,
+            created_at=at,
+            updated_at=at,
+            valid_from=at,
+            user=user,
+        )
 
     # -- internals: loading ---------------------------------------------------
 

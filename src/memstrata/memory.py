@@ -38,6 +38,7 @@ from .config import Settings
 from .engine import WriteHook, safe_text
 from .errors import Conflict, InvalidInput, NotFound
 from .files import list_quarantine, storage_errors
+from .layered import Layers
 from .model import (
     Capture,
     CompactResult,
@@ -71,7 +72,7 @@ _MAX_FACT_CHARS = 4000
 _NO_FACT: tuple[None, None] = (None, None)
 
 
-class Memory(Transcripts):
+class Memory(Transcripts, Layers):
     """Layered, durable memory of one workspace (use ``Memory.open``)."""
 
     # -- lifecycle ------------------------------------------------------------
@@ -102,6 +103,7 @@ class Memory(Transcripts):
             with storage_errors(f"open the workspace at {workspace.path}"), memory._lock:
                 memory._load()
                 memory._upgrade_history()
+                memory._migrate_layers()
         except BaseException:
             memory._closed = True
             memory._journal.close()
@@ -187,31 +189,6 @@ class Memory(Transcripts):
             self._after_write()
         self._notify(event)
         return new
-
-    def _live_or_new(
-        self,
-        line: str,
-        category: str,
-        source: Source,
-        session: str | None,
-        at: datetime,
-        user: str | None = None,
-    ) -> Item:
-        """The live item that says ``line``, seen once more, else a new item (lock held)."""
-        existing = self._store.find_live(line, user)
-        if existing is not None:
-            return existing.evolve(hits=existing.hits + 1, updated_at=at)
-        return Item(
-            id=self._store.unused_id(),
-            text=line,
-            category=category,
-            source=source,
-            session=session,
-            created_at=at,
-            updated_at=at,
-            valid_from=at,
-            user=user,
-        )
 
     def _put_items(self, items: builtins.list[Item], reason: str, sync: bool) -> WriteEvent:
         payload = {"items": [item.to_dict() for item in items], "reason": reason}

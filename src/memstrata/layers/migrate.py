@@ -76,8 +76,10 @@ def migrate_claude_md(workspace: Workspace) -> list[str]:
     return done
 
 
-def take_compaction_sections(workspace: Workspace) -> list[CompactionSection]:
-    """Cut the ``## Session Compaction`` sections out of SOUL.md; returns them in order."""
+def take_compaction_sections(workspace: Workspace, *, cut: bool = True) -> list[CompactionSection]:
+    """Cut the ``## Session Compaction`` sections out of SOUL.md; returns them in
+    order. ``cut=False`` only reads them: a caller that must store them first
+    (durably) cuts them in a second call."""
     soul = workspace.path / "core" / "SOUL.md"
     if not soul.exists():
         return []
@@ -98,7 +100,8 @@ def take_compaction_sections(workspace: Workspace) -> list[CompactionSection]:
         sections.append(CompactionSection(title, redacted(text[begin:stop])))
         position = stop
     kept.append(text[position:])
-    write_text(soul, "".join(kept), _SOUL)
+    if cut:
+        write_text(soul, "".join(kept), _SOUL)
     return sections
 
 
