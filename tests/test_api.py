@@ -12,7 +12,7 @@ PACKAGE = Path(memstrata.__file__).parent
 
 # DESIGN.md's module map: imports point down only.
 LAYERS = {
-    "interfaces": {"cli", "demo", "doctor"},
+    "interfaces": {"cli", "cli_base", "cli_layers", "demo", "doctor"},
     "facade": {"memory", "engine", "transcripts", "layered"},
     "services": {"capture", "layers", "history"},
     "foundation": {

@@ -312,3 +312,67 @@ def test_lessons_group_has_help() -> None:
     result = run("lessons", "--help")
     assert result.exit_code == 0
     assert "list" in result.output and "delete" in result.output
+
+
+# -- sessions and layers (issue 7) ---------------------------------------------------
+
+
+def test_every_subcommand_of_the_layer_groups_has_help() -> None:
+    for group in ("session", "core", "working", "semantic", "notes"):
+        command = cli.commands[group]
+        assert isinstance(command, click.Group)
+        for name, sub in command.commands.items():
+            assert sub.help and sub.help.strip(), f"{group} {name} has no help"
+
+
+def test_session_list_show_and_compact(home: str) -> None:
+    from memstrata import Memory
+
+    with Memory.open(home) as memory:
+        for n in range(4):
+            memory.record_turn("tg:7", user=f"question {n}", assistant=f"answer {n}")
+    [info] = json.loads(run("session", "list", "-w", home, "--json").output)
+    assert (info["session"], info["turns"], info["last_seq"]) == ("tg:7", 4, 4)
+    shown = run("session", "show", "tg:7", "-w", home, "--last", "1")
+    assert (
+        shown.exit_code == 0 and "question 3" in shown.output and "question 2" not in shown.output
+    )
+    turns = json.loads(run("session", "show", "tg:7", "-w", home, "--json").output)
+    assert [t["seq"] for t in turns] == [1, 2, 3, 4]
+    [done] = json.loads(
+        run("session", "compact", "-w", home, "-s", "tg:7", "--keep", "1", "--json").output
+    )
+    assert (done["kept"], done["archived"]) == (1, 3)
+    assert run("session", "compact", "-w", home).exit_code == 2  # neither --session nor --all
+    missing = run("session", "show", "nobody", "-w", home)
+    assert missing.exit_code == 1 and "no transcript" in missing.output
+
+
+def test_core_working_semantic_and_notes_commands(home: str) -> None:
+    assert (
+        CliRunner().invoke(cli, ["core", "set", "user", "-w", home], input="Name: Aziz\n").exit_code
+        == 0
+    )
+    assert (
+        json.loads(run("core", "show", "user", "-w", home, "--json").output)["text"]
+        == "Name: Aziz\n"
+    )
+    assert run("working", "add", "priorities", "ship it", "-w", home).exit_code == 0
+    assert run("working", "progress", "tests pass", "-w", home).exit_code == 0
+    working = json.loads(run("working", "show", "-w", home, "--json").output)
+    assert working["priorities"] == ["ship it"] and working["recent_progress"][0].endswith(
+        "tests pass"
+    )
+    assert run("semantic", "add", "facts", "Port is 5433", "-w", home).exit_code == 0
+    [fact] = json.loads(run("semantic", "list", "facts", "-w", home, "--json").output)
+    assert fact["text"] == "Port is 5433"
+    assert "Removed 1" in run("semantic", "remove", "facts", str(fact["line"]), "-w", home).output
+    a = json.loads(run("notes", "new", "Alpha", "first", "-w", home, "--json").output)["name"]
+    b = json.loads(run("notes", "new", "Beta", "-w", home, "--json").output)["name"]
+    assert run("notes", "link", b, a, "-w", home).output.strip() == "Linked."
+    shown = json.loads(run("notes", "show", a, "-w", home, "--json").output)
+    assert shown["backlinks"] == [b] and "first" in shown["text"]
+    assert run("notes", "move", a, "zettel", "-w", home).exit_code == 0
+    assert json.loads(run("notes", "list", "--folder", "zettel", "-w", home, "--json").output) == [
+        {"name": a, "folder": "zettel"}
+    ]

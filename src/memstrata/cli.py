@@ -10,13 +10,10 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import click
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
@@ -24,79 +21,25 @@ from . import __version__
 from .capture.scan import Entry, RuleSet, load_rules
 from .capture.scan import scan as scan_text
 from .capture.secrets import redact
-from .config import load_settings, resolve_root
+from .cli_base import (
+    Group,
+    console,
+    json_option,
+    locate,
+    open_memory,
+    print_json,
+    source_option,
+    workspace_options,
+)
+from .cli_layers import core_group, notes_group, semantic_group, session_group, working_group
+from .config import load_settings
 from .demo import run_demo
 from .doctor import Level, diagnose
-from .errors import MemstrataError
 from .memory import Memory
-from .model import Item, Source
-from .workspace import Workspace, init_workspace
+from .model import Item
+from .workspace import init_workspace
 
 __all__ = ["cli", "main"]
-
-F = TypeVar("F", bound=Callable[..., Any])
-console = Console(highlight=False)
-
-
-class _Group(click.Group):
-    """Turns library errors into one line on stderr instead of a traceback."""
-
-    def invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except MemstrataError as exc:
-            raise click.ClickException(str(exc)) from exc
-
-
-def workspace_options(func: F) -> F:
-    """``--workspace`` and ``--group``, accepted by every command."""
-    func = click.option(
-        "--group",
-        "-g",
-        default=None,
-        metavar="NAME",
-        help="Use the workspace of this group (ROOT/groups/NAME).",
-    )(func)
-    func = click.option(
-        "--workspace",
-        "-w",
-        default=None,
-        metavar="PATH",
-        help="Workspace root. Default: $MEMSTRATA_HOME, else ~/.memstrata/workspace.",
-    )(func)
-    return func
-
-
-def json_option(func: F) -> F:
-    return click.option("--json", "as_json", is_flag=True, help="Print JSON.")(func)
-
-
-def source_option(help: str) -> Callable[[F], F]:
-    """``--source``: who a text comes from (one of ``Source``)."""
-    return click.option(
-        "--source",
-        type=click.Choice([member.value for member in Source]),
-        default=Source.USER.value,
-        show_default=True,
-        help=help,
-    )
-
-
-def _locate(workspace: str | None, group: str | None) -> Workspace:
-    return Workspace.locate(resolve_root(workspace), group)
-
-
-@contextmanager
-def _memory(workspace: str | None, group: str | None) -> Iterator[Memory]:
-    ws = _locate(workspace, group)
-    ws.require()
-    settings = load_settings(ws.path)
-    with Memory.open(ws.root, ws.group, create=False, **settings) as memory:
-        yield memory
-
-
-def _print_json(data: Any) -> None:
-    click.echo(json.dumps(data, ensure_ascii=False, indent=2))
 
 
 def _item_table(items: list[Item]) -> Table:
@@ -115,7 +58,7 @@ def _item_table(items: list[Item]) -> Table:
     return table
 
 
-@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="memstrata")
 def cli() -> None:
     """memstrata: layered, local-first memory for LLM agents."""
@@ -126,12 +69,12 @@ def cli() -> None:
 @json_option
 def init(workspace: str | None, group: str | None, as_json: bool) -> None:
     """Create the workspace layout (never overwrites a file)."""
-    ws = _locate(workspace, group)
+    ws = locate(workspace, group)
     created = init_workspace(ws)
     with Memory.open(ws.root, ws.group, **load_settings(ws.path)):
         pass
     if as_json:
-        _print_json({"workspace": str(ws.path), "created": created})
+        print_json({"workspace": str(ws.path), "created": created})
         return
     if created:
         console.print(Text.assemble("Initialised memstrata workspace at ", (str(ws.path), "bold")))
@@ -148,10 +91,10 @@ def init(workspace: str | None, group: str | None, as_json: bool) -> None:
 @json_option
 def status(workspace: str | None, group: str | None, as_json: bool) -> None:
     """Counts, journal position and anything that needed repair."""
-    with _memory(workspace, group) as memory:
+    with open_memory(workspace, group) as memory:
         report = memory.status()
     if as_json:
-        _print_json(report.to_dict())
+        print_json(report.to_dict())
         return
     table = Table.grid(padding=(0, 2))
     for name, value in report.to_dict().items():
@@ -179,12 +122,12 @@ def list_items(
     as_json: bool,
 ) -> None:
     """Long-term items, newest first."""
-    with _memory(workspace, group) as memory:
+    with open_memory(workspace, group) as memory:
         items = memory.list(
             limit=limit, session=session, category=category, include_superseded=include_all
         )
     if as_json:
-        _print_json([item.to_dict() for item in items])
+        print_json([item.to_dict() for item in items])
     elif items:
         console.print(_item_table(items))
     else:
@@ -197,10 +140,10 @@ def list_items(
 @json_option
 def get(workspace: str | None, group: str | None, item_id: str, as_json: bool) -> None:
     """Show one item with all its metadata."""
-    with _memory(workspace, group) as memory:
+    with open_memory(workspace, group) as memory:
         item = memory.get(item_id)
     if as_json:
-        _print_json(item.to_dict())
+        print_json(item.to_dict())
         return
     for name, value in item.to_dict().items():
         console.print(Text.assemble((name, "bold"), f": {value if value is not None else '-'}"))
@@ -223,10 +166,10 @@ def remember(
     as_json: bool,
 ) -> None:
     """Store TEXT as a long-term fact (durable when the command returns)."""
-    with _memory(workspace, group) as memory:
+    with open_memory(workspace, group) as memory:
         item = memory.remember(text, category=category, session=session, source=source)
     if as_json:
-        _print_json(item.to_dict())
+        print_json(item.to_dict())
     elif item.hits:
         console.print(f"Already remembered as {item.id} (now seen {item.hits + 1} times)")
     else:
@@ -248,10 +191,10 @@ def supersede(
     as_json: bool,
 ) -> None:
     """Replace fact ID by a corrected TEXT; the old one is kept as superseded."""
-    with _memory(workspace, group) as memory:
+    with open_memory(workspace, group) as memory:
         new = memory.supersede(item_id, text, session=session)
     if as_json:
-        _print_json(new.to_dict())
+        print_json(new.to_dict())
     else:
         console.print(f"Superseded {item_id} by {new.id}: {new.text}", markup=False)
 
@@ -262,10 +205,10 @@ def supersede(
 @json_option
 def delete(workspace: str | None, group: str | None, item_id: str, as_json: bool) -> None:
     """Forget the item with this ID for good."""
-    with _memory(workspace, group) as memory:
+    with open_memory(workspace, group) as memory:
         item = memory.forget(item_id)
     if as_json:
-        _print_json(item.to_dict())
+        print_json(item.to_dict())
     else:
         console.print(f"Deleted {item.id}: {item.text}", markup=False)
 
@@ -274,7 +217,7 @@ def delete(workspace: str | None, group: str | None, item_id: str, as_json: bool
 @workspace_options
 def flush(workspace: str | None, group: str | None) -> None:
     """Write MEMORY.md and the snapshot now and empty the journal."""
-    with _memory(workspace, group) as memory:
+    with open_memory(workspace, group) as memory:
         memory.flush()
         report = memory.status()
     console.print(f"Flushed: {report.items} item(s) at lsn {report.lsn}")
@@ -291,17 +234,17 @@ def flush(workspace: str | None, group: str | None) -> None:
 @json_option
 def compact(workspace: str | None, group: str | None, max_items: int | None, as_json: bool) -> None:
     """De-duplicate long-term memory and enforce the item cap."""
-    with _memory(workspace, group) as memory:
+    with open_memory(workspace, group) as memory:
         result = memory.compact(max_items=max_items)
     if as_json:
-        _print_json({"removed": result.removed, "kept": result.kept})
+        print_json({"removed": result.removed, "kept": result.kept})
     else:
         console.print(f"Compacted: removed {result.removed}, kept {result.kept}")
 
 
 def _rules(workspace: str | None, group: str | None) -> RuleSet | None:
     """The workspace's capture rule packs on top of the built-in ones, if it has any."""
-    folder = _locate(workspace, group).rules
+    folder = locate(workspace, group).rules
     return load_rules(folder) if folder.is_dir() else None
 
 
@@ -327,7 +270,7 @@ def scan(workspace: str | None, group: str | None, text: str | None, as_json: bo
         return
     found = scan_text(redact(text).text, rules=rules)
     if as_json:
-        _print_json(_entries_json(found))
+        print_json(_entries_json(found))
     elif found:
         for entry in found:
             console.print(Text.assemble((f"{entry.category:>14}", "bold"), "  ", entry.text))
@@ -352,10 +295,10 @@ def observe(
     as_json: bool,
 ) -> None:
     """Record a message as an agent would before answering it."""
-    with _memory(workspace, group) as memory:
+    with open_memory(workspace, group) as memory:
         captures = memory.observe(text, session=session, user=user, source=source)
     if as_json:
-        _print_json([capture.to_dict() for capture in captures])
+        print_json([capture.to_dict() for capture in captures])
         return
     if not captures:
         console.print("Nothing captured.")
@@ -383,10 +326,10 @@ def list_lessons(
     workspace: str | None, group: str | None, limit: int | None, as_json: bool
 ) -> None:
     """Lessons, the ones to show first at the top."""
-    with _memory(workspace, group) as memory:
+    with open_memory(workspace, group) as memory:
         found = memory.top_lessons(len(memory.lessons()) if limit is None else limit)
     if as_json:
-        _print_json([lesson.to_dict() for lesson in found])
+        print_json([lesson.to_dict() for lesson in found])
         return
     if not found:
         console.print("No lessons.")
@@ -412,10 +355,10 @@ def list_lessons(
 @json_option
 def delete_lesson(workspace: str | None, group: str | None, lesson_id: str, as_json: bool) -> None:
     """Delete the lesson with this ID."""
-    with _memory(workspace, group) as memory:
+    with open_memory(workspace, group) as memory:
         lesson = memory.forget_lesson(lesson_id)
     if as_json:
-        _print_json(lesson.to_dict())
+        print_json(lesson.to_dict())
     else:
         console.print(f"Deleted lesson {lesson.id}: {lesson.text}", markup=False)
 
@@ -428,11 +371,11 @@ _STYLE = {Level.OK: "green", Level.INFO: "cyan", Level.WARN: "yellow", Level.ERR
 @json_option
 def doctor(workspace: str | None, group: str | None, as_json: bool) -> None:
     """Check the workspace and say what is wrong in plain words (read-only)."""
-    ws = _locate(workspace, group)
+    ws = locate(workspace, group)
     findings = diagnose(ws)
     failed = any(finding.level is Level.ERROR for finding in findings)
     if as_json:
-        _print_json({"workspace": str(ws.path), "findings": [f.to_dict() for f in findings]})
+        print_json({"workspace": str(ws.path), "findings": [f.to_dict() for f in findings]})
     else:
         for finding in findings:
             style = _STYLE[finding.level]
@@ -458,6 +401,10 @@ def doctor(workspace: str | None, group: str | None, as_json: bool) -> None:
 def demo(keep: Path | None) -> None:
     """Walk a short scripted conversation through the engine and show what it kept."""
     run_demo(console, keep)
+
+
+for _group in (session_group, core_group, working_group, semantic_group, notes_group):
+    cli.add_command(_group)
 
 
 def main() -> None:
