@@ -1,0 +1,143 @@
+"""Sentence embeddings, computed locally: no network, no key.
+
+An :class:`Embedder` turns texts into unit vectors: ``embed(texts)`` returns a
+float32 array of shape ``(len(texts), dim)`` whose rows have L2 norm 1, in the
+order of ``texts``; ``embed([])`` has shape ``(0, dim)``. ``name`` identifies
+the vectors: two embedders with the same name give the same vector for the
+same text, so stored vectors of another name must not be compared.
+
+``load_embedder(spec)`` picks one:
+
+* ``None`` or ``"minilm"``: :class:`~memstrata.embed.onnx.MiniLMEmbedder`,
+  all-MiniLM-L6-v2 (int8 ONNX, 384 dimensions) on onnxruntime, or the model
+  named by ``$MEMSTRATA_EMBED_MODEL``. Loaded once per process and shared
+  (per value of the two environment variables). Its packages are memstrata's
+  own dependencies; if one is missing, ``BackendUnavailable`` says which.
+* ``"hash"``: :class:`HashEmbedder`, a feature-hashing bag of words with NO
+  semantic knowledge ("cat" and "kitten" are unrelated to it). It is for
+  tests and for an explicit, informed fallback; it is never chosen silently,
+  in particular not when MiniLM fails to load.
+* ``"none"``: embeddings are turned off; raises ``BackendUnavailable``.
+
+Importing this package imports neither numpy, onnxruntime nor tokenizers;
+they load on first use, so the CLI starts fast.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import threading
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+from ..errors import BackendUnavailable, InvalidInput
+from .onnx import ENV_MODEL, ENV_TOKENIZER, MiniLMEmbedder, check_texts
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
+__all__ = [
+    "Embedder",
+    "HashEmbedder",
+    "MiniLMEmbedder",
+    "clear_embedder_cache",
+    "load_embedder",
+]
+
+SPECS = ("minilm", "hash", "none")
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Texts to unit vectors; see the package docstring for the guarantees."""
+
+    name: str
+    dim: int
+
+    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        """Float32 ``(len(texts), dim)``, rows L2-normalised, in input order."""
+        ...
+
+
+_WORD = re.compile(r"\w+")
+
+
+class HashEmbedder:
+    """Deterministic bag-of-words vectors by feature hashing: a test/fallback embedder.
+
+    Each word token (``\\w+`` after case folding, any script) is hashed with
+    BLAKE2b into one of ``dim`` buckets; the counts are L2-normalised. The
+    same text gives the same vector in every process and on every machine.
+    Texts sharing words get a positive cosine; it knows nothing of meaning,
+    synonyms or languages. A text with no word token gets the vector of the
+    empty token, so every row still has norm 1.
+    """
+
+    name: str
+    dim: int
+
+    def __init__(self, dim: int = 256) -> None:
+        if dim < 1:
+            raise InvalidInput(f"dim must be at least 1, got {dim}")
+        self.dim = dim
+        self.name = f"hash-bow-{dim}"
+
+    def __repr__(self) -> str:
+        return f"HashEmbedder(dim={self.dim})"
+
+    def _bucket(self, token: str) -> int:
+        digest = hashlib.blake2b(token.encode("utf-8"), digest_size=8).digest()
+        return int.from_bytes(digest, "little") % self.dim
+
+    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        """Float32 ``(len(texts), dim)``, rows L2-normalised, in input order."""
+        import numpy as np
+
+        items = check_texts(texts)
+        out = np.zeros((len(items), self.dim), dtype=np.float32)
+        for row, text in enumerate(items):
+            tokens = _WORD.findall(text.casefold()) or [""]
+            for token in tokens:
+                out[row, self._bucket(token)] += 1.0
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        return np.asarray(out / np.maximum(norms, 1e-12), dtype=np.float32)
+
+
+_CACHE: dict[tuple[str, str], MiniLMEmbedder] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def _shared_minilm() -> MiniLMEmbedder:
+    """The process-wide MiniLMEmbedder for the current environment (a failure is not cached)."""
+    key = (os.environ.get(ENV_MODEL, "").strip(), os.environ.get(ENV_TOKENIZER, "").strip())
+    with _CACHE_LOCK:
+        embedder = _CACHE.get(key)
+        if embedder is None:
+            embedder = _CACHE[key] = MiniLMEmbedder()
+        return embedder
+
+
+def clear_embedder_cache() -> None:
+    """Forget the shared MiniLM embedders (the next ``load_embedder`` loads again)."""
+    with _CACHE_LOCK:
+        _CACHE.clear()
+
+
+def load_embedder(spec: str | None = None) -> Embedder:
+    """The embedder named by ``spec`` (``None``/"minilm", "hash", "none"); see the docstring.
+
+    Raises ``BackendUnavailable`` when the embedder cannot be used (missing
+    extra, bad model file, hash mismatch, or ``"none"``) and ``InvalidInput``
+    for an unknown spec. Never substitutes one embedder for another.
+    """
+    choice = "minilm" if spec is None else spec.strip().lower()
+    if choice == "minilm":
+        return _shared_minilm()
+    if choice == "hash":
+        return HashEmbedder()
+    if choice == "none":
+        raise BackendUnavailable("embeddings are turned off")
+    raise InvalidInput(f"unknown embedder {spec!r}; expected one of: {', '.join(SPECS)}")
