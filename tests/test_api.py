@@ -12,9 +12,9 @@ PACKAGE = Path(memstrata.__file__).parent
 
 # DESIGN.md's module map: imports point down only.
 LAYERS = {
-    "interfaces": {"cli", "cli_base", "cli_layers", "demo", "doctor"},
-    "facade": {"memory", "engine", "transcripts", "layered"},
-    "services": {"capture", "layers", "history"},
+    "interfaces": {"cli", "cli_base", "cli_layers", "cli_search", "demo", "doctor", "benchmarks"},
+    "facade": {"memory", "engine", "transcripts", "layered", "searching"},
+    "services": {"capture", "layers", "history", "index", "embed"},
     "foundation": {
         "config",
         "errors",

@@ -32,6 +32,7 @@ from .cli_base import (
     workspace_options,
 )
 from .cli_layers import core_group, notes_group, semantic_group, session_group, working_group
+from .cli_search import bench, reindex, search
 from .config import load_settings
 from .demo import run_demo
 from .doctor import Level, diagnose
@@ -403,8 +404,17 @@ def demo(keep: Path | None) -> None:
     run_demo(console, keep)
 
 
-for _group in (session_group, core_group, working_group, semantic_group, notes_group):
-    cli.add_command(_group)
+for _command in (
+    search,
+    bench,
+    reindex,
+    session_group,
+    core_group,
+    working_group,
+    semantic_group,
+    notes_group,
+):
+    cli.add_command(_command)
 
 
 def main() -> None:

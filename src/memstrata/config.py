@@ -37,10 +37,15 @@ class Settings:
     session_max_bytes: int = 2_000_000
     session_keep_turns: int = 200
     working_max_chars: int = 4000
+    embedder: str = "minilm"
 
     def __post_init__(self) -> None:
         for spec in fields(self):
             value = getattr(self, spec.name)
+            if spec.type in ("str", str):
+                if not isinstance(value, str) or not value.strip():
+                    raise InvalidInput(f"setting {spec.name} must be a non-empty string")
+                continue
             wanted = float if spec.type in ("float", float) else int
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise InvalidInput(f"setting {spec.name} must be a number, not {value!r}")

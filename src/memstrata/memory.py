@@ -53,6 +53,7 @@ from .model import (
     now,
     parse_source,
 )
+from .searching import Searching
 from .store.lessons import (
     OP_LESSON_DELETE,
     OP_LESSON_PUT,
@@ -72,7 +73,7 @@ _MAX_FACT_CHARS = 4000
 _NO_FACT: tuple[None, None] = (None, None)
 
 
-class Memory(Transcripts, Layers):
+class Memory(Transcripts, Layers, Searching):
     """Layered, durable memory of one workspace (use ``Memory.open``)."""
 
     # -- lifecycle ------------------------------------------------------------

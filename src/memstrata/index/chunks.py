@@ -1,0 +1,342 @@
+"""Files cut into chunks a search can return and cite (path and line range).
+
+Which files are searchable, and in which layer (``layers.POLICY`` names):
+
+===================================  ============  ===============================
+file                                 layer         one chunk is
+===================================  ============  ===============================
+MEMORY.md (from the live store)      long_term     one fact (its line, by ``^id``)
+memory/YYYY-MM-DD.md                 daily_notes   one ``## [time]`` exchange
+summaries/*.md                       daily_notes   a paragraph or bullet
+semantic/*.md                        semantic      a bullet or paragraph
+notes/{inbox,zettel,maps}/*.md       notebook      a bullet or paragraph
+core/*.md, working/*.md              core/working  a bullet or paragraph
+SESSION-STATE.md (any session)       session_state one entry line
+sessions/*.jsonl, sessions/archive/  transcripts   one message of a turn
+memory/LESSONS.jsonl                 lessons       one lesson
+===================================  ============  ===============================
+
+A Markdown paragraph is cut at ``MAX_CHUNK_CHARS``; HTML comments and fenced
+code fences themselves are not indexed (the code inside is). A chunk's
+``title`` is the heading it sits under.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from ..model import Item, parse_time
+from ..workspace import Workspace
+
+__all__ = [
+    "MAX_CHUNK_CHARS",
+    "Chunk",
+    "chunk_file",
+    "fact_chunks",
+    "layer_of",
+    "searchable_files",
+]
+
+MAX_CHUNK_CHARS = 1200
+_DAILY = re.compile(r"memory/(\d{4}-\d{2}-\d{2})\.md")
+_CLOCK = re.compile(r"\[(\d{2}):(\d{2}):(\d{2})\]")
+_BULLET = re.compile(r"^\s{0,3}[-*+]\s+(?:\[[ xX]\]\s+)?")
+_ID_MARK = re.compile(r"\s+\^m[0-9a-z]{8}\s*$")
+_T = "transcripts"
+_STATE_LINE = re.compile(r"^-\s+\[([^\]]+)\]\s+\*\*([^*]+)\*\*:\s*(.*)$")
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """A searchable piece of a file, with what a hit needs to cite it."""
+
+    path: str  # workspace-relative
+    layer: str
+    line_start: int  # 1-based, inclusive; 0 for a fact not yet rendered
+    line_end: int
+    text: str
+    title: str = ""
+    session: str | None = None
+    created_at: datetime | None = None
+    source: str = "user"
+    ref: str | None = None  # item id, turn id#message, lesson id
+    live: bool = True
+
+    @property
+    def body(self) -> str:
+        """What BM25 reads: the title (context) and the text."""
+        return f"{self.title}\n{self.text}" if self.title else self.text
+
+
+def layer_of(path: str) -> str | None:
+    """The layer of a workspace-relative path, None if it is not searchable."""
+    parts = path.split("/")
+    name = parts[-1]
+    if path == "MEMORY.md":
+        return "long_term"
+    if name == "SESSION-STATE.md":
+        return "session_state"
+    if parts[0] == "memory":
+        if _DAILY.fullmatch(path):
+            return "daily_notes"
+        return "lessons" if path == "memory/LESSONS.jsonl" else None
+    if parts[0] == "sessions" and name.endswith(".jsonl") and not name.endswith(".audit.jsonl"):
+        return "transcripts" if len(parts) == 2 or parts[1] == "archive" else None
+    if not name.endswith(".md"):
+        return None
+    return {
+        "summaries": "daily_notes",
+        "semantic": "semantic",
+        "notes": "notebook",
+        "core": "core",
+        "working": "working",
+    }.get(parts[0])
+
+
+def searchable_files(workspace: Workspace) -> list[Path]:
+    """Every searchable file of the workspace except MEMORY.md (its facts come
+    from the store), in path order."""
+    root = workspace.path
+    found: set[Path] = set()
+    patterns = [
+        "memory/*.md",
+        "memory/LESSONS.jsonl",
+        "summaries/*.md",
+        "semantic/*.md",
+        "notes/*/*.md",
+        "core/*.md",
+        "working/*.md",
+        "SESSION-STATE.md",
+        "sessions/*/SESSION-STATE.md",
+        "sessions/*.jsonl",
+        "sessions/archive/*.jsonl",
+    ]
+    for pattern in patterns:
+        for path in root.glob(pattern):
+            relative = path.relative_to(root).as_posix()
+            if path.is_file() and not path.is_symlink() and layer_of(relative):
+                found.add(path)
+    return sorted(found)
+
+
+def chunk_file(path: str, data: bytes) -> list[Chunk]:
+    """The chunks of file ``path`` (workspace-relative) holding ``data``;
+    bytes that are not UTF-8 are replaced."""
+    layer = layer_of(path)
+    if layer is None:
+        return []
+    text = data.decode("utf-8", "replace")
+    if layer == "transcripts":
+        return list(_transcript_chunks(path, text))
+    if layer == "lessons":
+        return list(_lesson_chunks(path, text))
+    if layer == "session_state":
+        return list(_state_chunks(path, text))
+    day = _DAILY.fullmatch(path)
+    return list(_markdown_chunks(path, layer, text, day.group(1) if day else None))
+
+
+def fact_chunks(items: Iterable[Item], lines: dict[str, int]) -> list[Chunk]:
+    """One chunk per long-term item; ``lines`` maps ids to their MEMORY.md line."""
+    out = []
+    for item in items:
+        line = lines.get(item.id, 0)
+        out.append(
+            Chunk(
+                path="MEMORY.md",
+                layer="long_term",
+                line_start=line,
+                line_end=line,
+                text=item.text,
+                title=item.category,
+                session=item.session,
+                created_at=item.created_at,
+                source=item.source.value,
+                ref=item.id,
+                live=item.is_live,
+            )
+        )
+    return out
+
+
+def memory_md_lines(text: str) -> dict[str, int]:
+    """Item id -> its 1-based line in MEMORY.md's text."""
+    lines = {}
+    for number, line in enumerate(text.split("\n"), start=1):
+        mark = _ID_MARK.search(line)
+        if mark:
+            lines[mark.group().strip()[1:]] = number
+    return lines
+
+
+# -- Markdown ------------------------------------------------------------------------
+
+
+def _markdown_chunks(path: str, layer: str, text: str, day: str | None) -> Iterator[Chunk]:
+    title, when = "", _day_start(day)
+    block: list[tuple[int, str]] = []
+    in_comment = in_fence = False
+
+    def flush() -> Iterator[Chunk]:
+        if block:
+            body = "\n".join(line for _, line in block).strip()
+            if body:
+                yield Chunk(path, layer, block[0][0], block[-1][0], body, title, created_at=when)
+            block.clear()
+
+    for number, raw in enumerate(text.split("\n"), start=1):
+        line = raw.rstrip()
+        stripped = line.strip()
+        if in_comment:
+            in_comment = "-->" not in stripped
+            continue
+        if stripped.startswith("<!--"):
+            in_comment = "-->" not in stripped
+            continue
+        if stripped.startswith(("```", "~~~")):
+            yield from flush()
+            in_fence = not in_fence
+            continue
+        if not in_fence and stripped.startswith("#"):
+            yield from flush()
+            title = stripped.lstrip("#").strip()
+            if day is not None:
+                when = _clock(day, title) or when
+            continue
+        if not stripped:
+            if not in_fence:
+                yield from flush()
+            continue
+        bullet = None if in_fence else _BULLET.match(line)
+        if bullet is not None:
+            yield from flush()
+            line = _ID_MARK.sub("", line[bullet.end() :])
+        if sum(len(text) + 1 for _, text in block) + len(line) > MAX_CHUNK_CHARS:
+            yield from flush()
+        block.append((number, line))
+    yield from flush()
+
+
+def _day_start(day: str | None) -> datetime | None:
+    if day is None:
+        return None
+    try:
+        return datetime.fromisoformat(day).replace(tzinfo=UTC)
+    except ValueError:
+        return None
+
+
+def _clock(day: str, heading: str) -> datetime | None:
+    found = _CLOCK.search(heading)
+    if not found:
+        return None
+    try:
+        local = datetime.fromisoformat(f"{day}T{found.group(1)}:{found.group(2)}:{found.group(3)}")
+    except ValueError:
+        return None
+    return local.astimezone(UTC)  # daily notes are written in local time
+
+
+# -- JSONL ---------------------------------------------------------------------------
+
+
+def _records(text: str) -> Iterator[tuple[int, dict[str, object]]]:
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict):
+            yield number, record
+
+
+def _time(value: object) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return parse_time(value)
+    except ValueError:
+        return None
+
+
+def _transcript_chunks(path: str, text: str) -> Iterator[Chunk]:
+    for number, record in _records(text):
+        messages = record.get("messages")
+        if record.get("kind") == "meta" or not isinstance(messages, list):
+            continue
+        meta = record.get("meta") if isinstance(record.get("meta"), dict) else {}
+        assert isinstance(meta, dict)
+        names = meta.get("speakers") if isinstance(meta.get("speakers"), dict) else {}
+        assert isinstance(names, dict)
+        raw_session = record.get("session")
+        session = raw_session if isinstance(raw_session, str) else None
+        when = _time(record.get("created_at"))
+        turn_id = str(record.get("id", number))
+        for index, message in enumerate(messages):
+            if not isinstance(message, dict) or not isinstance(message.get("parts"), list):
+                continue
+            role = str(message.get("role", ""))
+            said, results = [], []
+            for part in message["parts"]:
+                if not isinstance(part, dict):
+                    continue
+                if part.get("type") == "text" and part.get("text"):
+                    said.append(str(part["text"]))
+                elif part.get("type") == "tool_result" and part.get("content") is not None:
+                    content = part["content"]
+                    results.append(content if isinstance(content, str) else json.dumps(content))
+            speaker = str(names.get(role) or role)
+            ref = f"{turn_id}#{index}"
+            if said:
+                body = f"{speaker}: " + "\n".join(said)
+                source = "agent" if role == "assistant" else "user"
+                yield Chunk(
+                    path, "transcripts", number, number, body, "", session, when, source, ref
+                )
+            if results:
+                body = "\n".join(results)[:MAX_CHUNK_CHARS]
+                yield Chunk(
+                    path, "transcripts", number, number, body, "", session, when, "tool", ref
+                )
+
+
+def _lesson_chunks(path: str, text: str) -> Iterator[Chunk]:
+    for number, record in _records(text):
+        wrong, instead = record.get("wrong"), record.get("instead")
+        if not isinstance(wrong, str) or not isinstance(instead, str):
+            continue
+        raw_session = record.get("session")
+        yield Chunk(
+            path,
+            "lessons",
+            number,
+            number,
+            f"{wrong} → {instead}",
+            str(record.get("kind", "lesson")),
+            raw_session if isinstance(raw_session, str) else None,
+            _time(record.get("updated_at")),
+            str(record.get("source", "user")),
+            str(record.get("id")) if record.get("id") else None,
+        )
+
+
+def _state_chunks(path: str, text: str) -> Iterator[Chunk]:
+    for number, line in enumerate(text.split("\n"), start=1):
+        found = _STATE_LINE.match(line.strip())
+        if found:
+            yield Chunk(
+                path,
+                "session_state",
+                number,
+                number,
+                found.group(3),
+                found.group(2),
+                created_at=_time(found.group(1)),
+            )

@@ -1,0 +1,320 @@
+"""Hybrid search over an ``Index``: BM25 (FTS5) and vector candidates fused,
+then weighted by context, source, speaker, date and (optionally) recency.
+
+1. Candidates: the best ``candidates`` chunks by BM25 and by cosine similarity
+   to the query's embedding, each list filtered.
+2. Fusion: ``w_bm25 * s_bm25 + w_vector * s_vector`` with each list's scores
+   scaled to [0, 1] over its candidates (``minmax``), or weighted reciprocal
+   rank fusion ``w / (RRF_K + rank)`` (``rrf``). A chunk missing from a list
+   adds nothing from it.
+3. Context (transcripts): a turn gains ``neighbours`` times the score of each
+   turn next to it, and ``session`` times the best score in its session.
+4. Factors: the source's weight (the user's words count most, tool output
+   least), a speaker the query names, a date the query names, recency.
+5. Optional diversity across sessions (MMR-like).
+
+With no embedder it is BM25 alone (step 1 has one list), and the caller says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from ..errors import InvalidInput
+from .chunks import Chunk
+from .dates import dates_in
+from .sqlite import Index
+from .text import fts_query, query_terms
+
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = ["Filters", "Hit", "Vectors", "Weights", "hybrid"]
+
+RRF_K = 60
+SNIPPET_CHARS = 240
+SOURCE_WEIGHT = {"user": 1.0, "import": 1.0, "agent": 0.9, "tool": 0.8}
+
+
+@dataclass(frozen=True, slots=True)
+class Weights:
+    """The knobs of the fusion, few and each with a reason. The defaults were
+    tuned on three LoCoMo dev conversations and checked on the other two
+    (README, "How well it finds")."""
+
+    bm25: float = 1.0
+    vector: float = 0.7
+    candidates: int = 200  # per list, before filters
+    # "minmax": each list's scores scaled to [0, 1] over its candidates (keeps
+    # how much better the first hit is than the rest); "rrf": reciprocal ranks
+    fusion: str = "minmax"
+    recency_half_life_days: float = 0.0  # 0: no recency factor
+    # Conversation context: a transcript turn also scores by the turns around it
+    # (the answer is often the reply to the turn the question matches) and by
+    # the best turn of its session (the topic of a session is a prior).
+    neighbours: float = 0.3
+    session: float = 0.7
+    # A query that names who said a transcript turn ("What did Caroline…")
+    # raises that speaker's turns by this factor.
+    speaker: float = 0.5
+    # A query naming a date ("on October 13, 2023", "in May 2023") raises the
+    # chunks written that day by this factor (that month: half of it).
+    date: float = 2.0
+    # Diversity (MMR-like, by session): the n-th hit from one session counts
+    # (1 - diversity) ** n of its score, so the top k spread over sessions.
+    diversity: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.fusion not in ("minmax", "rrf"):
+            raise InvalidInput(f"fusion must be 'minmax' or 'rrf', not {self.fusion!r}")
+        if not 0.0 <= self.diversity < 1.0:
+            raise InvalidInput("diversity must be in [0, 1)")
+        if self.candidates < 1:
+            raise InvalidInput("candidates must be >= 1")
+
+
+@dataclass(frozen=True, slots=True)
+class Filters:
+    """Which chunks may be returned."""
+
+    layers: frozenset[str] | None = None
+    session: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    source: str | None = None
+    path_prefix: str | None = None
+    include_superseded: bool = False
+
+    def accept(self, chunk: Chunk) -> bool:
+        if not chunk.live and not self.include_superseded:
+            return False
+        if self.layers is not None and chunk.layer not in self.layers:
+            return False
+        if self.session is not None and chunk.session != self.session:
+            return False
+        if self.source is not None and chunk.source != self.source:
+            return False
+        if self.path_prefix is not None and not chunk.path.startswith(self.path_prefix):
+            return False
+        when = chunk.created_at
+        if self.since is not None and (when is None or when < self.since):
+            return False
+        return not (self.until is not None and (when is None or when > self.until))
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One search result and where it is written."""
+
+    path: str
+    line_start: int
+    line_end: int
+    snippet: str
+    score: float
+    layer: str
+    session: str | None
+    created_at: datetime | None
+    source: str
+    ref: str | None
+    text: str
+
+    @property
+    def citation(self) -> str:
+        if not self.line_start:
+            return self.path
+        lines = (
+            f"{self.line_start}"
+            if self.line_start == self.line_end
+            else (f"{self.line_start}-{self.line_end}")
+        )
+        return f"{self.path}:{lines}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "line_start": self.line_start,
+            "line_end": self.line_end,
+            "citation": self.citation,
+            "snippet": self.snippet,
+            "score": round(self.score, 6),
+            "layer": self.layer,
+            "session": self.session,
+            "created_at": self.created_at.isoformat() if self.created_at else None,
+            "source": self.source,
+            "ref": self.ref,
+        }
+
+
+class Vectors:
+    """The index's vectors as one float32 matrix in RAM, rebuilt when they change."""
+
+    def __init__(self) -> None:
+        self._ids: np.ndarray | None = None
+        self._matrix: np.ndarray | None = None
+        self._count = -1
+
+    def top(self, index: Index, query: np.ndarray, limit: int) -> list[tuple[int, float]]:
+        import numpy as np
+
+        if len(index.vectors) != self._count or self._matrix is None:
+            ids = np.fromiter(index.vectors.keys(), dtype=np.int64, count=len(index.vectors))
+            dim = query.shape[0]
+            matrix = np.frombuffer(b"".join(index.vectors.values()), dtype=np.float32)
+            self._ids, self._matrix = ids, matrix.reshape(len(ids), dim)
+            self._count = len(ids)
+        assert self._ids is not None and self._matrix is not None
+        if not len(self._ids):
+            return []
+        scores = self._matrix @ query
+        limit = min(limit, len(scores))
+        best = np.argpartition(-scores, limit - 1)[:limit]
+        best = best[np.argsort(-scores[best])]
+        return [(int(self._ids[i]), float(scores[i])) for i in best]
+
+
+def hybrid(
+    index: Index,
+    query: str,
+    k: int,
+    filters: Filters,
+    *,
+    embed: Callable[[str], np.ndarray] | None = None,
+    vectors: Vectors | None = None,
+    weights: Weights = Weights(),  # noqa: B008 - frozen
+    now: datetime | None = None,
+    line_of: Callable[[Chunk], tuple[int, int]] | None = None,
+) -> list[Hit]:
+    """The ``k`` best chunks for ``query`` that ``filters`` accept."""
+    chunks = index.chunks
+    wide = max(weights.candidates, 4 * k)
+    lexical = [
+        (cid, score)
+        for cid, score in index.bm25(fts_query(query_terms(query)), wide)
+        if cid in chunks and filters.accept(chunks[cid])
+    ]
+    semantic: list[tuple[int, float]] = []
+    if embed is not None and vectors is not None and index.vectors and weights.vector:
+        found = vectors.top(index, embed(query), wide * 4)
+        semantic = [
+            (cid, s) for cid, s in found if s > 0 and cid in chunks and filters.accept(chunks[cid])
+        ]  # a cosine <= 0 is no likeness at all
+        semantic = semantic[:wide]
+    fused: dict[int, float] = {}
+    for weight, ranked in ((weights.bm25, lexical), (weights.vector, semantic)):
+        if not ranked:
+            continue
+        top = max(score for _, score in ranked)
+        low = min(score for _, score in ranked) if weights.fusion == "minmax" else 0.0
+        span = top - low
+        for rank, (cid, score) in enumerate(ranked, start=1):
+            if weights.fusion == "rrf":
+                part = 1.0 / (RRF_K + rank)
+            else:  # the lowest candidate adds 0; a lone candidate is the best: 1
+                part = (score - low) / span if span > 0 else 1.0
+            fused[cid] = fused.get(cid, 0.0) + weight * part
+    if weights.neighbours or weights.session:
+        fused = _in_context(index, fused, filters, weights)
+    named = set(query_terms(query)) if weights.speaker else set()
+    mentions = dates_in(query) if weights.date else []
+    scored = []
+    for cid, score in fused.items():
+        if score <= 0:
+            continue  # the weakest candidate of a list and in no other: nothing found
+        chunk = chunks[cid]
+        score *= SOURCE_WEIGHT.get(chunk.source, 1.0)
+        if named and chunk.layer == "transcripts":
+            speaker = chunk.text.partition(": ")[0].lower()
+            if speaker in named:
+                score *= 1.0 + weights.speaker
+        if mentions and chunk.created_at is not None:
+            closeness = max(m.matches(chunk.created_at.date()) for m in mentions)
+            score *= 1.0 + weights.date * closeness / 2
+        if weights.recency_half_life_days and now is not None and chunk.created_at is not None:
+            age_days = max((now - chunk.created_at).total_seconds(), 0.0) / 86400
+            score *= 0.9 + 0.1 * 0.5 ** (age_days / weights.recency_half_life_days)
+        scored.append((score, cid))
+    scored.sort(key=lambda pair: (-pair[0], pair[1]))
+    if weights.diversity:
+        scored = _diversify(scored, chunks, weights.diversity, k)
+    return [_hit(chunks[cid], score, line_of) for score, cid in scored[:k]]
+
+
+def _diversify(
+    scored: list[tuple[float, int]], chunks: dict[int, Chunk], diversity: float, k: int
+) -> list[tuple[float, int]]:
+    """Greedy re-rank: each pick from a session already picked from is
+    discounted by ``(1 - diversity) ** picks`` (chunks without a session are not)."""
+    import heapq
+
+    picks: dict[str, int] = {}
+    heap = [(-score, cid, 0) for score, cid in scored]
+    heapq.heapify(heap)
+    out: list[tuple[float, int]] = []
+    while heap and len(out) < k:
+        negative, cid, seen = heapq.heappop(heap)
+        session = chunks[cid].session
+        count = picks.get(session, 0) if session else 0
+        if count != seen:  # its discount changed since it was pushed: push it back
+            base = -negative / (1 - diversity) ** seen
+            heapq.heappush(heap, (-base * (1 - diversity) ** count, cid, count))
+            continue
+        out.append((-negative, cid))
+        if session:
+            picks[session] = count + 1
+    return out
+
+
+def _in_context(
+    index: Index, fused: dict[int, float], filters: Filters, weights: Weights
+) -> dict[int, float]:
+    """Scores with the conversation context added (transcript chunks only)."""
+    chunks = index.chunks
+    best_of_session: dict[tuple[str, str], float] = {}
+    for cid, score in fused.items():
+        chunk = chunks[cid]
+        if chunk.layer == "transcripts" and chunk.session:
+            key = (chunk.path, chunk.session)
+            best_of_session[key] = max(best_of_session.get(key, 0.0), score)
+    out = dict(fused)
+    if weights.neighbours:
+        for cid, score in fused.items():
+            if chunks[cid].layer != "transcripts":
+                continue
+            for other in index.neighbours(cid):
+                if filters.accept(chunks[other]):
+                    out[other] = out.get(other, 0.0) + weights.neighbours * score
+    if weights.session:
+        for cid in out:
+            chunk = chunks[cid]
+            if chunk.layer == "transcripts" and chunk.session:
+                out[cid] += weights.session * best_of_session.get((chunk.path, chunk.session), 0.0)
+    return out
+
+
+def _hit(chunk: Chunk, score: float, line_of: Callable[[Chunk], tuple[int, int]] | None) -> Hit:
+    start, end = line_of(chunk) if line_of is not None else (chunk.line_start, chunk.line_end)
+    return Hit(
+        path=chunk.path,
+        line_start=start,
+        line_end=end,
+        snippet=snippet(chunk.text),
+        score=score,
+        layer=chunk.layer,
+        session=chunk.session,
+        created_at=chunk.created_at,
+        source=chunk.source,
+        ref=chunk.ref,
+        text=chunk.text,
+    )
+
+
+def snippet(text: str, limit: int = SNIPPET_CHARS) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
+
+
+def ranked_ids(hits: Sequence[Hit]) -> list[str]:
+    return [hit.ref or hit.citation for hit in hits]
