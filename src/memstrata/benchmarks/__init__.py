@@ -1,0 +1,1 @@
+"""Retrieval benchmarks run against public conversational-memory data sets."""

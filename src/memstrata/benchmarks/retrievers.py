@@ -1,0 +1,55 @@
+"""memstrata itself as a LoCoMo retriever: a fresh workspace per conversation,
+every utterance recorded as a transcript turn dated with its session, and
+``Memory.search`` over the transcripts. No LLM anywhere; nothing from the
+model-written ``observation`` / ``session_summary`` fields (``locomo.load``
+never reads them)."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import weakref
+from datetime import timedelta
+from pathlib import Path
+
+from ..index.search import Weights
+from ..memory import Memory
+from .locomo import Conversation, Retriever
+
+__all__ = ["memstrata_retriever"]
+
+
+def memstrata_retriever(
+    conversation: Conversation, *, embedder: str = "minilm", weights: Weights | None = None
+) -> Retriever:
+    """Index one conversation in a temporary workspace; its search function."""
+    folder = Path(tempfile.mkdtemp(prefix="memstrata-locomo-"))
+    memory = Memory.open(folder / "ws", embedder=embedder, session_max_turns=0)
+    weakref.finalize(memory, shutil.rmtree, folder, True)
+    dia_of: dict[str, str] = {}
+    for session in conversation.sessions:
+        for offset, turn in enumerate(session.turns):
+            text = (
+                turn.text if not turn.caption else f"{turn.text} [shares a photo: {turn.caption}]"
+            )
+            recorded = memory.record_turn(
+                f"{conversation.sample_id}-s{session.number}",
+                user=text,
+                assistant="",
+                meta={"speakers": {"user": turn.speaker}, "dia_id": turn.dia_id},
+                at=session.date + timedelta(seconds=offset),
+            )
+            dia_of[recorded.id] = turn.dia_id
+    memory.reindex()
+
+    def search(question: str, k: int) -> list[str]:
+        hits = memory.search(question, k=k, layers=("transcripts",), weights=weights)
+        found = []
+        for hit in hits:
+            turn_id = (hit.ref or "").partition("#")[0]
+            if turn_id in dia_of:
+                found.append(dia_of[turn_id])
+        return found
+
+    search.memory = memory  # type: ignore[attr-defined]  # keeps the workspace alive
+    return search
