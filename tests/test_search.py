@@ -284,3 +284,39 @@ def test_markdown_chunks_skip_comments_and_keep_lines() -> None:
         (7, 7, "Facts", "two"),
         (9, 10, "Facts", "para one\npara two"),
     ]
+
+
+def test_doctor_and_status_tell_how_search_runs(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from memstrata.doctor import Level, diagnose
+    from memstrata.embed import clear_embedder_cache
+    from memstrata.workspace import Workspace
+
+    with Memory.open(ws, **HASH) as memory:
+        memory.remember("indexed fact")
+    found = {f.check: f for f in diagnose(Workspace.locate(ws))}
+    assert "no search index yet" in found["index"].message
+    with Memory.open(ws, **HASH) as memory:
+        memory.search("fact")
+        status = memory.index_status()
+        assert status["chunks"] >= 1 and status["stale_files"] == 0
+    found = {f.check: f for f in diagnose(Workspace.locate(ws))}
+    assert found["index"].level is Level.OK and "chunk(s)" in found["index"].message
+
+    monkeypatch.setenv("MEMSTRATA_EMBED_MODEL", str(ws / "missing.onnx"))
+    clear_embedder_cache()
+    found = {f.check: f for f in diagnose(Workspace.locate(ws))}
+    assert found["search"].level is Level.WARN and "BM25 alone" in found["search"].message
+    clear_embedder_cache()
+
+
+def test_doctor_names_unreadable_transcript_lines_before_open(ws: Path) -> None:
+    from memstrata.doctor import diagnose
+    from memstrata.workspace import Workspace, session_stem
+
+    with Memory.open(ws, embedder="none") as memory:
+        memory.record_turn("s1", user="hello", assistant="hi")
+    path = ws / "sessions" / f"{session_stem('s1')}.jsonl"
+    path.write_bytes(path.read_bytes() + b"{broken\n" + b'{"role": "user", "content": "old"}\n')
+    said = [f.message for f in diagnose(Workspace.locate(ws)) if f.check == "transcripts"]
+    assert any("1 unreadable line(s) (2)" in m for m in said)
+    assert any("1 version 1 message(s)" in m for m in said)

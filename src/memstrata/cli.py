@@ -93,14 +93,17 @@ def init(workspace: str | None, group: str | None, as_json: bool) -> None:
 def status(workspace: str | None, group: str | None, as_json: bool) -> None:
     """Counts, journal position and anything that needed repair."""
     with open_memory(workspace, group) as memory:
+        index = memory.index_status()
         report = memory.status()
     if as_json:
-        print_json(report.to_dict())
+        print_json({**report.to_dict(), "index": index})
         return
     table = Table.grid(padding=(0, 2))
     for name, value in report.to_dict().items():
         if name != "notices":
             table.add_row(name.replace("_", " "), Text(str(value if value is not None else "-")))
+    for name in ("chunks", "vectors", "bytes", "embedder", "stale_files"):
+        table.add_row(f"index {name.replace('_', ' ')}", Text(str(index[name])))
     console.print(table)
     for notice in report.notices:
         console.print(Text.assemble(("notice: ", "yellow"), notice))

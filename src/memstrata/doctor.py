@@ -7,7 +7,10 @@ Nothing here changes a file: it reports what ``Memory.open`` would repair
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
+import sqlite3
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -65,6 +68,8 @@ def diagnose(workspace: Workspace) -> list[Finding]:
         *_snapshot_and_markdown(workspace),
         *_lessons(workspace),
         *_capture_rules(workspace),
+        *_transcripts(workspace),
+        *_search(workspace),
         *_quarantine(workspace),
         *_leftovers(workspace),
     ]
@@ -217,6 +222,109 @@ def _lessons(ws: Workspace) -> list[Finding]:
             )
         ]
     return [Finding(Level.OK, "lessons", f"{len(lessons)} lesson(s)")]
+
+
+def _transcripts(ws: Workspace) -> list[Finding]:
+    """Transcript lines the next open would upgrade or set aside."""
+    from .history import Turn, transcript_files
+
+    findings = []
+    total = 0
+    for path in transcript_files(ws):
+        bad, old = [], 0
+        for number, raw in enumerate(path.read_bytes().splitlines(), start=1):
+            if not raw.strip():
+                continue
+            try:
+                record = json.loads(raw.decode("utf-8"))
+                if not isinstance(record, dict):
+                    raise ValueError("not an object")
+                if "schema_version" not in record and "role" in record:
+                    old += 1
+                elif record.get("kind") != "meta":
+                    Turn.from_dict(record)
+                    total += 1
+            except (UnicodeDecodeError, ValueError):
+                bad.append(number)
+        where = path.relative_to(ws.path).as_posix()
+        if bad:
+            lines = ", ".join(map(str, bad[:5]))
+            findings.append(
+                Finding(
+                    Level.WARN,
+                    "transcripts",
+                    f"{where} has {len(bad)} unreadable line(s) ({lines}); the next open "
+                    "moves them to the quarantine",
+                )
+            )
+        if old:
+            findings.append(
+                Finding(
+                    Level.INFO,
+                    "transcripts",
+                    f"{where} holds {old} version 1 message(s); the next open upgrades them "
+                    "(the original is kept in .memstrata/backup/)",
+                )
+            )
+    if ws.path.joinpath("history", "turns").is_dir():
+        findings.append(
+            Finding(
+                Level.INFO,
+                "transcripts",
+                "history/turns/ holds q15 turn files; the next open imports them into sessions/",
+            )
+        )
+    return findings or [Finding(Level.OK, "transcripts", f"{total} turn(s)")]
+
+
+def _search(ws: Workspace) -> list[Finding]:
+    """Whether search has its embedder, and what the index holds (read-only)."""
+    from .config import Settings
+    from .embed import load_embedder
+    from .errors import BackendUnavailable
+
+    findings = []
+    try:
+        spec = Settings.from_mapping(load_settings(ws.path)).embedder
+    except MemstrataError:
+        spec = "minilm"
+    if spec == "none":
+        findings.append(Finding(Level.INFO, "search", "embeddings are off by setting: BM25 only"))
+    else:
+        try:
+            name = load_embedder(spec).name
+            findings.append(Finding(Level.OK, "search", f"hybrid: BM25 and {name} vectors"))
+        except (BackendUnavailable, MemstrataError) as exc:
+            findings.append(Finding(Level.WARN, "search", f"search runs on BM25 alone: {exc}"))
+    index = ws.system / "index.sqlite"
+    if not index.exists():
+        findings.append(
+            Finding(
+                Level.INFO,
+                "index",
+                "no search index yet: the first search builds it (or `memstrata reindex`)",
+            )
+        )
+        return findings
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{index}?mode=ro", uri=True)) as db:
+            chunks = db.execute("SELECT count(*) FROM chunks").fetchone()[0]
+            vectors = db.execute("SELECT count(*) FROM vectors").fetchone()[0]
+    except sqlite3.Error as exc:
+        return [
+            *findings,
+            Finding(
+                Level.WARN, "index", f"{index} cannot be read ({exc}); the next search rebuilds it"
+            ),
+        ]
+    findings.append(
+        Finding(
+            Level.OK,
+            "index",
+            f"{chunks} chunk(s), {vectors} vector(s), {index.stat().st_size} bytes",
+        )
+    )
+    return findings
 
 
 def _capture_rules(ws: Workspace) -> list[Finding]:

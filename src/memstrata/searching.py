@@ -153,6 +153,7 @@ class Searching(Engine):
         self._check_open()
         state = self._searcher()
         with state.lock:
+            self._embedder(state)  # so that the status tells whether it loads
             stale = sum(1 for _ in self._changed_files(state))
             return {
                 "path": str(state.index.path),
