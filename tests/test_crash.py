@@ -214,9 +214,10 @@ for i in range(100_000):
 """
 
 
-def observe_kill_round(ws: Path, acks: int) -> list[str]:
-    """Run one observing child, SIGKILL it after ``acks`` acknowledgements; the acked texts."""
-    command = [sys.executable, "-c", OBSERVE_CHILD, str(ws)]
+def acked_lines(ws: Path, child: str, acks: int) -> list[str]:
+    """Run ``child`` on ``ws``, SIGKILL it after ``acks`` acknowledgements; the
+    whole lines it printed after "open" (a torn last line is no acknowledgement)."""
+    command = [sys.executable, "-c", child, str(ws)]
     with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
         assert proc.stdout is not None and proc.stderr is not None
         try:
@@ -231,11 +232,15 @@ def observe_kill_round(ws: Path, acks: int) -> list[str]:
         output = seen + proc.stdout.read()
         err = proc.stderr.read().decode()
     assert proc.returncode == -signal.SIGKILL, f"child ended by itself: {err}"
+    return [raw.decode() for raw in output.splitlines(keepends=True)[1:] if raw.endswith(b"\n")]
+
+
+def observe_kill_round(ws: Path, acks: int) -> list[str]:
+    """The texts an observing child acknowledged before it was killed."""
     acked = []
-    for raw in output.splitlines(keepends=True)[1:]:
-        if raw.endswith(b"\n"):
-            i, pid = raw.decode().split()
-            acked.append(f"Remember that item {pid}-{i} is ready")
+    for line in acked_lines(ws, OBSERVE_CHILD, acks):
+        i, pid = line.split()
+        acked.append(f"Remember that item {pid}-{i} is ready")
     return acked
 
 
@@ -259,4 +264,37 @@ def test_observed_messages_survive_sigkill(tmp_path: Path) -> None:
     for text in acked:
         assert logged.count(text) == 1, text
     assert all("torn" in notice for notice in notices), notices
+    assert_no_corrupt_files(ws, after_kill=False)
+
+
+# argv: workspace. Prints "<pid>-<i> <seq>" only after record_turn() returned.
+TURN_CHILD = r"""
+import os, sys
+from memstrata import Memory
+
+memory = Memory.open(sys.argv[1], embedder="none")
+print("open", flush=True)
+for i in range(100_000):
+    turn = memory.record_turn("crash", user=f"turn {os.getpid()}-{i}", assistant="ok")
+    print(f"{os.getpid()}-{i}", turn.seq, flush=True)
+"""
+
+
+def test_recorded_turns_survive_sigkill(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    rng = random.Random()
+    acked: dict[str, int] = {}
+    for _ in range(3):  # each child starts on what the last kill left
+        for line in acked_lines(ws, TURN_CHILD, rng.randint(50, 200)):
+            name, seq = line.split()
+            acked[f"turn {name}"] = int(seq)
+    with Memory.open(ws, embedder="none") as memory:
+        turns = memory.turns("crash")
+        assert all("torn" in notice for notice in memory.notices), memory.notices
+    said = {turn.text_of("user"): turn.seq for turn in turns}
+    missing = set(acked) - set(said)
+    assert not missing, f"{len(missing)} acknowledged turn(s) lost, e.g. {sorted(missing)[:3]}"
+    assert all(said[text] == seq for text, seq in acked.items()), "a turn changed its seq"
+    seqs = [turn.seq for turn in turns]
+    assert seqs == list(range(1, len(seqs) + 1)), "seq must count up without gaps or repeats"
     assert_no_corrupt_files(ws, after_kill=False)

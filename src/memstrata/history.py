@@ -14,7 +14,9 @@ Files, all under ``sessions/`` of a workspace (``<stem>`` is
 * ``<stem>.audit.jsonl`` — qracer's tier 1: every event of every turn (user
   message, reasoning, tool call with its arguments, tool result with success
   and source, assistant answer) as one line, ``{"turn", "turn_id", "ts",
-  "role", ...}``. Append-only: compaction never touches it.
+  "role", ...}``. Append-only: compaction never touches it. It is written
+  before the transcript line, so a crash between the two leaves events of a
+  turn that was never acknowledged; their ``turn_id`` is in no transcript.
 * ``archive/<stem>.jsonl`` — the turns a compaction took out of the
   transcript, byte for byte as they were. Nothing is discarded.
 
