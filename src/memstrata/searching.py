@@ -60,6 +60,10 @@ LAYERS = frozenset(
 # prompt anyway (core, working memory, session state).
 DEFAULT_LAYERS = LAYERS - {"core", "working", "session_state"}
 
+# Layers found by BM25 alone: daily notes repeat the transcript's exchanges
+# (``record_turn`` writes both), so embedding them would double the cost.
+UNEMBEDDED = frozenset({"daily_notes"})
+
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
 
@@ -369,15 +373,28 @@ class Searching(Engine):
             return len(index.vectors)
         if index.vector_model not in (None, embedder.name):
             index.set_vectors(embedder.name, {})  # another model's vectors: drop them
-        missing = [cid for cid in index.chunks if cid not in index.vectors]
+        missing = [
+            cid
+            for cid, chunk in index.chunks.items()
+            if cid not in index.vectors and chunk.layer not in UNEMBEDDED
+        ]
+        done = 0
         for start in range(0, len(missing), EMBED_BATCH):
             batch = missing[start : start + EMBED_BATCH]
-            matrix = embedder.embed([index.chunks[cid].body for cid in batch])
+            bodies = [index.chunks[cid].body for cid in batch]
+            unique = list(dict.fromkeys(bodies))  # repeated texts ("ok", "thanks") once
+            matrix = embedder.embed(unique)
+            row_of = {body: row for row, body in enumerate(unique)}
             index.set_vectors(
-                embedder.name, {cid: matrix[i].tobytes() for i, cid in enumerate(batch)}
+                embedder.name,
+                {
+                    cid: matrix[row_of[body]].tobytes()
+                    for cid, body in zip(batch, bodies, strict=True)
+                },
             )
+            done += len(batch)
             if progress is not None:
-                progress("vectors", min(start + EMBED_BATCH, len(missing)), len(missing))
+                progress("vectors", done, len(missing))
         return len(index.vectors)
 
     def _query_embedder(self, state: _SearchState) -> Callable[[str], np.ndarray] | None:

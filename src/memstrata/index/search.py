@@ -149,30 +149,80 @@ class Hit:
 
 
 class Vectors:
-    """The index's vectors as one float32 matrix in RAM, rebuilt when they change."""
+    """The index's vectors as one float32 matrix in RAM, kept up to date from
+    the index's change log: new vectors are appended (the matrix grows by
+    doubling), removed ones are blanked; it is rebuilt only when the index was
+    cleared or a quarter of its rows are blank."""
 
     def __init__(self) -> None:
-        self._ids: np.ndarray | None = None
         self._matrix: np.ndarray | None = None
-        self._count = -1
+        self._ids: np.ndarray | None = None  # row -> chunk id (-1: blank)
+        self._rows: dict[int, int] = {}  # chunk id -> row
+        self._used = 0
+        self._blank = 0
+        self._seen = 0  # place in index.vector_log
+
+    def _rebuild(self, index: Index, dim: int) -> None:
+        import numpy as np
+
+        count = len(index.vectors)
+        self._matrix = np.zeros((max(count, 64), dim), dtype=np.float32)
+        self._ids = np.full(max(count, 64), -1, dtype=np.int64)
+        self._rows = {}
+        for row, (cid, vec) in enumerate(index.vectors.items()):
+            self._matrix[row] = np.frombuffer(vec, dtype=np.float32)
+            self._ids[row] = cid
+            self._rows[cid] = row
+        self._used, self._blank = count, 0
+        self._seen = len(index.vector_log)
+
+    def _catch_up(self, index: Index, dim: int) -> None:
+        import numpy as np
+
+        log = index.vector_log
+        changes = log[self._seen :]
+        if (
+            self._matrix is None
+            or self._matrix.shape[1] != dim
+            or any(op == 0 for op, _ in changes)
+        ):
+            self._rebuild(index, dim)
+            return
+        assert self._ids is not None
+        for op, cid in changes:
+            if op < 0:
+                row = self._rows.pop(cid, None)
+                if row is not None:
+                    self._ids[row] = -1
+                    self._matrix[row] = 0.0
+                    self._blank += 1
+            elif cid in index.vectors and cid not in self._rows:
+                if self._used == len(self._ids):
+                    grown = len(self._ids) * 2
+                    self._matrix = np.resize(self._matrix, (grown, dim))
+                    self._matrix[self._used :] = 0.0
+                    self._ids = np.concatenate([self._ids, np.full(grown - self._used, -1)])
+                self._matrix[self._used] = np.frombuffer(index.vectors[cid], dtype=np.float32)
+                self._ids[self._used] = cid
+                self._rows[cid] = self._used
+                self._used += 1
+        self._seen = len(log)
+        if self._blank * 4 > max(self._used, 64):
+            self._rebuild(index, dim)
 
     def top(self, index: Index, query: np.ndarray, limit: int) -> list[tuple[int, float]]:
         import numpy as np
 
-        if len(index.vectors) != self._count or self._matrix is None:
-            ids = np.fromiter(index.vectors.keys(), dtype=np.int64, count=len(index.vectors))
-            dim = query.shape[0]
-            matrix = np.frombuffer(b"".join(index.vectors.values()), dtype=np.float32)
-            self._ids, self._matrix = ids, matrix.reshape(len(ids), dim)
-            self._count = len(ids)
-        assert self._ids is not None and self._matrix is not None
-        if not len(self._ids):
+        self._catch_up(index, query.shape[0])
+        assert self._matrix is not None and self._ids is not None
+        if not self._used:
             return []
-        scores = self._matrix @ query
-        limit = min(limit, len(scores))
+        scores = self._matrix[: self._used] @ query
+        limit = min(limit, self._used)
         best = np.argpartition(-scores, limit - 1)[:limit]
         best = best[np.argsort(-scores[best])]
-        return [(int(self._ids[i]), float(scores[i])) for i in best]
+        ids = self._ids
+        return [(int(ids[i]), float(scores[i])) for i in best if ids[i] >= 0]
 
 
 def hybrid(

@@ -84,6 +84,9 @@ class Index:
         self.chunks: dict[int, Chunk] = {}
         self.files: dict[str, FileState] = {}
         self.vectors: dict[int, bytes] = {}  # chunk id -> float32 bytes
+        # Every change to ``vectors`` since open, in order: (+1 added | -1 removed
+        # | 0 all cleared, chunk id). Readers keep their place in it (``Vectors``).
+        self.vector_log: list[tuple[int, int]] = []
         self.vector_model: str | None = None
         self._by_path: dict[str, list[int]] = {}  # path -> chunk ids
         self._position: dict[str, dict[int, int]] = {}  # path -> id -> place in line order
@@ -146,6 +149,7 @@ class Index:
             self.files[path] = FileState(size, mtime_ns, sha)
         for chunk_id, model, vec in db.execute("SELECT chunk_id, model, vec FROM vectors"):
             self.vectors[chunk_id] = vec
+            self.vector_log.append((1, chunk_id))
             self.vector_model = model
 
     def close(self) -> None:
@@ -214,6 +218,7 @@ class Index:
             if self.vector_model not in (None, model):
                 self._db.execute("DELETE FROM vectors")
                 self.vectors.clear()
+                self.vector_log.append((0, 0))
             self._db.execute("BEGIN IMMEDIATE")
             self._db.executemany(
                 "INSERT OR REPLACE INTO vectors (chunk_id, model, vec) VALUES (?, ?, ?)", rows
@@ -221,6 +226,7 @@ class Index:
             self._db.execute("COMMIT")
             for cid, _, vec in rows:
                 self.vectors[cid] = vec
+                self.vector_log.append((1, cid))
             self.vector_model = model
 
     def drop(self) -> None:
@@ -233,6 +239,7 @@ class Index:
             self.chunks.clear()
             self.files.clear()
             self.vectors.clear()
+            self.vector_log.append((0, 0))
             self._by_path.clear()
             self._position.clear()
             self.vector_model = None
@@ -247,7 +254,8 @@ class Index:
             db.execute(f"DELETE FROM chunks WHERE id IN ({marks})", part)  # noqa: S608
         for cid in ids:
             chunk = self.chunks.pop(cid, None)
-            self.vectors.pop(cid, None)
+            if self.vectors.pop(cid, None) is not None:
+                self.vector_log.append((-1, cid))
             if chunk is not None:
                 self._by_path.get(chunk.path, []).remove(cid)
                 self._position.pop(chunk.path, None)
@@ -292,6 +300,7 @@ class Index:
         self.chunks.clear()
         self.files.clear()
         self.vectors.clear()
+        self.vector_log.append((0, 0))
         self._load(self._db)
 
     # -- reads ---------------------------------------------------------------------

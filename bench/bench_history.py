@@ -1,0 +1,127 @@
+"""Transcript speed: ``Memory.record_turn`` alone and with the turns embedded
+for search.
+
+Turns are the LoCoMo dev utterances when the file is there (real chat lines),
+else templated chat lines, each recorded as one turn (user text plus a short
+reply), cycled to ``--turns``.
+
+* ``record_turn_ms``: one ``record_turn`` (transcript line, audit lines and
+  daily note, each appended and fsynced) on a workspace with embeddings off;
+  p50/p99 and turns/s over the whole run.
+* ``with_embeddings``: the same turns, then ``reindex`` (chunking and
+  embedding every new message with the local MiniLM model, in batches):
+  turns/s over recording plus indexing; and ``search_after_each_ms``: a turn
+  recorded and then found by a search right away (the turn's messages are
+  embedded one turn at a time), p50 per turn over ``--immediate`` turns.
+
+Run::
+
+    .venv/bin/python bench/bench_history.py --json bench/results/history.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from memstrata import Memory
+
+ROOT = Path(__file__).resolve().parent.parent
+LOCOMO = ROOT.parent / "shared" / "data" / "locomo" / "locomo_dev.json"
+TEMPLATES = [
+    "I went hiking near {p} last weekend and the view was amazing",
+    "Can you remind me what we decided about the {p} release?",
+    "My sister just moved to {p}, she loves the food there",
+    "We should migrate the {p} service to Postgres next sprint",
+]
+PLACES = ["Tashkent", "Lisbon", "Seoul", "Riga", "Austin", "billing", "search"]
+
+
+def lines(count: int) -> list[str]:
+    texts: list[str] = []
+    if LOCOMO.exists():
+        for sample in json.loads(LOCOMO.read_text(encoding="utf-8")):
+            conversation = sample["conversation"]
+            for key, value in conversation.items():
+                if key.startswith("session_") and isinstance(value, list):
+                    texts += [turn["text"] for turn in value if turn.get("text")]
+    if not texts:
+        texts = [t.format(p=p) for t in TEMPLATES for p in PLACES]
+    return [texts[i % len(texts)] for i in range(count)]
+
+
+def stats(values: list[float]) -> dict[str, float]:
+    ordered = sorted(values)
+    return {
+        "p50": round(statistics.median(ordered), 3),
+        "p99": round(ordered[max(int(len(ordered) * 0.99) - 1, 0)], 3),
+    }
+
+
+def record(folder: Path, texts: list[str], embedder: str) -> tuple[list[float], float]:
+    times = []
+    with Memory.open(folder, embedder=embedder, session_max_turns=0) as memory:
+        started = time.perf_counter()
+        for number, text in enumerate(texts):
+            began = time.perf_counter()
+            memory.record_turn(f"bench-{number // 500}", user=text, assistant="I see.")
+            times.append((time.perf_counter() - began) * 1000)
+        total = time.perf_counter() - started
+    return times, total
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", type=Path, help="also write the report to this file")
+    parser.add_argument("--turns", type=int, default=3000)
+    parser.add_argument("--immediate", type=int, default=200)
+    args = parser.parse_args()
+    texts = lines(args.turns)
+    report: dict[str, Any] = {
+        "machine": f"{platform.machine()}, {platform.system()}, Python {platform.python_version()}",
+        "turns": len(texts),
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        times, total = record(Path(tmp) / "plain", texts, "none")
+        report["record_turn_ms"] = {**stats(times), "turns_per_s": round(len(texts) / total, 1)}
+
+        folder = Path(tmp) / "embedded"
+        _, recorded = record(folder, texts, "minilm")
+        with Memory.open(folder, session_max_turns=0) as memory:
+            started = time.perf_counter()
+            indexed = memory.reindex()
+            indexing = time.perf_counter() - started
+        report["with_embeddings"] = {
+            "turns_per_s": round(len(texts) / (recorded + indexing), 1),
+            "record_s": round(recorded, 3),
+            "index_s": round(indexing, 3),
+            "chunks": indexed.chunks,
+            "vectors": indexed.vectors,
+            "embedder": indexed.embedder,
+        }
+        each = []
+        with Memory.open(Path(tmp) / "immediate", session_max_turns=0) as memory:
+            memory.search("warm up")
+            for number, text in enumerate(texts[: args.immediate]):
+                began = time.perf_counter()
+                memory.record_turn("now", user=text, assistant="I see.")
+                memory.search(text[:40] or "x", k=1)
+                each.append((time.perf_counter() - began) * 1000)
+                if number == 0:
+                    each.clear()  # the first search also loads the model
+        report["search_after_each_ms"] = stats(each)
+    text = json.dumps(report, indent=2)
+    print(text)
+    if args.json:
+        args.json.write_text(text + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
