@@ -166,7 +166,7 @@ def test_a_torn_last_line_is_set_aside_and_the_next_turn_starts_clean(ws: Path) 
 
 
 def test_corrupt_transcript_and_memory_md_open_and_every_bad_byte_is_kept(ws: Path) -> None:
-    with Memory.open(ws) as memory:
+    with Memory.open(ws, embedder="hash") as memory:
         memory.remember("I prefer dark mode")
         memory.record_turn(SESSION, user="first", assistant="one")
         memory.record_turn(SESSION, user="second", assistant="two")
@@ -177,9 +177,12 @@ def test_corrupt_transcript_and_memory_md_open_and_every_bad_byte_is_kept(ws: Pa
     md = ws / "MEMORY.md"
     md.write_bytes(md.read_bytes() + b"- broken \xff\xfe line\n")
 
-    with Memory.open(ws) as memory:
+    with Memory.open(ws, embedder="hash") as memory:
         assert [t.text_of("user") for t in memory.turns(SESSION)] == ["first", "second"]
         assert [item.text for item in memory.list()] == ["I prefer dark mode"]
+        assert memory.search("dark mode", k=1)[0].text == "I prefer dark mode"
+        [turn] = memory.search("second", k=1, layers=["transcripts"])
+        assert turn.text == "user: second" and turn.line_start == 2
         assert memory.record_turn(SESSION, user="third", assistant="three").seq == 3
         notices = " ".join(memory.status().notices)
     assert "quarantined 2 unreadable line(s)" in notices

@@ -49,7 +49,7 @@ __all__ = ["IndexReport", "Searching"]
 log = logging.getLogger("memstrata")
 
 RESCAN_SECONDS = 10.0
-EMBED_BATCH = 128
+EMBED_BATCH = 256
 _APPEND_ONLY = ("transcripts", "daily_notes")
 LAYERS = frozenset(
     {"long_term", "daily_notes", "semantic", "notebook", "core", "working", "session_state",
