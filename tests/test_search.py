@@ -343,3 +343,18 @@ def test_the_vector_matrix_follows_adds_and_removals_like_a_rebuild(tmp_path: Pa
         assert len(index.vectors) == 40 * (round_number + 1 - (round_number + 1) // 2)
         assert live.top(index, query, 15) == Vectors().top(index, query, 15)
     index.close()
+
+
+def test_gate_takes_the_prompt_tail_and_keeps_to_the_budget(ws: Path) -> None:
+    from memstrata.searching import prompt_tail
+
+    noisy = "User: hello\n[10:31] Assistant: hi there\n**User:** which port does staging use?\n---"
+    assert prompt_tail(noisy) == "hello hi there which port does staging use?"
+    with Memory.open(ws, embedder="none") as memory:
+        memory.remember("The staging database listens on port 5433")
+        memory.remember("The production database listens on port 5432 " + "x" * 400)
+        chosen = memory.gate(noisy, budget_tokens=20)
+        assert [hit.text for hit in chosen] == ["The staging database listens on port 5433"]
+        assert memory.gate(noisy, budget_tokens=0) == []
+        with pytest.raises(InvalidInput, match="budget_tokens"):
+            memory.gate(noisy, budget_tokens="20")  # type: ignore[arg-type]

@@ -446,13 +446,12 @@ def prompt_tail(prompt: str, chars: int = 600) -> str:
 
     lines = []
     for line in prompt.splitlines():
-        text = line.strip()
+        text = re.sub(r"^\[?\d{1,2}:\d{2}(?::\d{2})?\]?\s*", "", line.strip())
         lowered = text.lower()
         for label in _NOISE:
             if lowered.startswith(label):
                 text = text[len(label) :].strip()
                 break
-        text = re.sub(r"^\[?\d{1,2}:\d{2}(?::\d{2})?\]?\s*", "", text)
         if text and re.search(r"\w", text):
             lines.append(text)
     joined = " ".join(lines)
