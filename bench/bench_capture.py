@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import statistics
 import sys
 import tempfile
@@ -28,6 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchutil import machine, percentiles
 from memstrata import Memory
 from memstrata.capture.scan import scan
 
@@ -55,15 +55,6 @@ def locomo_texts(path: Path) -> list[str]:
             if key.startswith("session_") and isinstance(turns, list):
                 texts.extend(turn["text"] for turn in turns if turn.get("text"))
     return texts
-
-
-def percentiles(values: list[float]) -> dict[str, float]:
-    ordered = sorted(values)
-    return {
-        "p50": round(statistics.median(ordered), 3),
-        "p99": round(ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))], 3),
-        "mean": round(statistics.fmean(ordered), 3),
-    }
 
 
 def time_scan(texts: list[str]) -> dict[str, float]:
@@ -117,7 +108,7 @@ def main() -> None:
     base = corpus_texts() + locomo_texts(args.locomo)
     texts = [base[i % len(base)] for i in range(args.messages)]
     report = {
-        "machine": f"{platform.machine()}, {platform.system()}, Python {platform.python_version()}",
+        "machine": machine(),
         "messages": len(texts),
         "distinct_messages": len(base),
         "mean_chars": round(statistics.fmean(len(t) for t in texts), 1),

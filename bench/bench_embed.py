@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import random
 import statistics
 import sys
@@ -31,6 +30,7 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
+from benchutil import machine, percentiles
 from memstrata.embed import Embedder, MiniLMEmbedder, load_embedder
 
 TEMPLATES = [
@@ -104,15 +104,6 @@ def chat_texts(count: int, seed: int = 7) -> list[str]:
     return out
 
 
-def percentiles(values: list[float]) -> dict[str, float]:
-    ordered = sorted(values)
-    return {
-        "p50": round(statistics.median(ordered), 3),
-        "p99": round(ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))], 3),
-        "mean": round(statistics.fmean(ordered), 3),
-    }
-
-
 def throughput(embedder: Embedder, texts: list[str], batch: int) -> dict[str, float]:
     """Texts per second embedding ``texts`` ``batch`` at a time (after one warm-up batch)."""
     embedder.embed(texts[:batch])
@@ -154,7 +145,7 @@ def main() -> None:
     queries = chat_texts(args.queries, seed=11)
     threads = embedder.threads if isinstance(embedder, MiniLMEmbedder) else None
     report: dict[str, Any] = {
-        "machine": f"{platform.machine()}, {platform.system()}, Python {platform.python_version()}",
+        "machine": machine(),
         "cpu_count": os.cpu_count(),
         "onnxruntime": version("onnxruntime"),
         "tokenizers": version("tokenizers"),

@@ -23,14 +23,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
-import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from benchutil import machine, percentiles
 from memstrata import Memory
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -57,14 +56,6 @@ def lines(count: int) -> list[str]:
     return [texts[i % len(texts)] for i in range(count)]
 
 
-def stats(values: list[float]) -> dict[str, float]:
-    ordered = sorted(values)
-    return {
-        "p50": round(statistics.median(ordered), 3),
-        "p99": round(ordered[max(int(len(ordered) * 0.99) - 1, 0)], 3),
-    }
-
-
 def record(folder: Path, texts: list[str], embedder: str) -> tuple[list[float], float]:
     times = []
     with Memory.open(folder, embedder=embedder, session_max_turns=0) as memory:
@@ -85,12 +76,15 @@ def main() -> None:
     args = parser.parse_args()
     texts = lines(args.turns)
     report: dict[str, Any] = {
-        "machine": f"{platform.machine()}, {platform.system()}, Python {platform.python_version()}",
+        "machine": machine(),
         "turns": len(texts),
     }
     with tempfile.TemporaryDirectory() as tmp:
         times, total = record(Path(tmp) / "plain", texts, "none")
-        report["record_turn_ms"] = {**stats(times), "turns_per_s": round(len(texts) / total, 1)}
+        report["record_turn_ms"] = {
+            **percentiles(times),
+            "turns_per_s": round(len(texts) / total, 1),
+        }
 
         folder = Path(tmp) / "embedded"
         _, recorded = record(folder, texts, "minilm")
@@ -116,7 +110,7 @@ def main() -> None:
                 each.append((time.perf_counter() - began) * 1000)
                 if number == 0:
                     each.clear()  # the first search also loads the model
-        report["search_after_each_ms"] = stats(each)
+        report["search_after_each_ms"] = percentiles(each)
     text = json.dumps(report, indent=2)
     print(text)
     if args.json:

@@ -50,7 +50,7 @@ from typing import Any
 
 from .errors import InvalidInput
 from .files import append_durable, atomic_write, fsync_dir, last_jsonl_record
-from .model import now, parse_time
+from .model import now, parse_time_or_none
 from .workspace import Workspace, session_stem
 
 __all__ = [
@@ -122,7 +122,7 @@ class Turn:
         meta = data.get("meta") or {}
         if not isinstance(meta, dict):
             raise ValueError("meta must be an object")
-        created = _parse_time(data.get("created_at"))
+        created = parse_time_or_none(data.get("created_at"))
         if created is None:
             raise ValueError("created_at is missing or not an ISO time")
         return cls(turn_id, seq, session, created, tuple(messages), meta)
@@ -140,16 +140,6 @@ class Turn:
 
 def format_time(at: datetime) -> str:
     return at.isoformat()
-
-
-def _parse_time(value: Any) -> datetime | None:
-    """A stored time, or None where there is none or it cannot be read."""
-    if not isinstance(value, str):
-        return None
-    try:
-        return parse_time(value)
-    except ValueError:
-        return None
 
 
 def _check_message(message: Any) -> None:
@@ -703,7 +693,7 @@ def _v1_time(value: Any) -> datetime | None:
             return datetime.fromtimestamp(value, tz=now().tzinfo)
         except (OverflowError, OSError, ValueError):
             return None
-    return _parse_time(value)
+    return parse_time_or_none(value)
 
 
 def _import_q15(workspace: Workspace, quarantine: Quarantine) -> list[str]:

@@ -262,6 +262,16 @@ def parse_time(value: Any) -> datetime:
     return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
 
 
+def parse_time_or_none(value: Any) -> datetime | None:
+    """A stored ISO time, or None where ``value`` is no string or no ISO time."""
+    if not isinstance(value, str):
+        return None
+    try:
+        return parse_time(value)
+    except ValueError:
+        return None
+
+
 def _parse_optional_time(value: Any) -> datetime | None:
     return None if value is None else parse_time(value)
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ..model import Item, parse_time
+from ..model import Item, parse_time_or_none
 from ..workspace import Workspace
 
 __all__ = [
@@ -257,15 +257,6 @@ def _records(text: str) -> Iterator[tuple[int, dict[str, object]]]:
             yield number, record
 
 
-def _time(value: object) -> datetime | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        return parse_time(value)
-    except ValueError:
-        return None
-
-
 def _transcript_chunks(path: str, text: str) -> Iterator[Chunk]:
     for number, record in _records(text):
         messages = record.get("messages")
@@ -277,7 +268,7 @@ def _transcript_chunks(path: str, text: str) -> Iterator[Chunk]:
         assert isinstance(names, dict)
         raw_session = record.get("session")
         session = raw_session if isinstance(raw_session, str) else None
-        when = _time(record.get("created_at"))
+        when = parse_time_or_none(record.get("created_at"))
         turn_id = str(record.get("id", number))
         for index, message in enumerate(messages):
             if not isinstance(message, dict) or not isinstance(message.get("parts"), list):
@@ -321,7 +312,7 @@ def _lesson_chunks(path: str, text: str) -> Iterator[Chunk]:
             f"{wrong} → {instead}",
             str(record.get("kind", "lesson")),
             raw_session if isinstance(raw_session, str) else None,
-            _time(record.get("updated_at")),
+            parse_time_or_none(record.get("updated_at")),
             str(record.get("source", "user")),
             str(record.get("id")) if record.get("id") else None,
         )
@@ -338,5 +329,5 @@ def _state_chunks(path: str, text: str) -> Iterator[Chunk]:
                 number,
                 found.group(3),
                 found.group(2),
-                created_at=_time(found.group(1)),
+                created_at=parse_time_or_none(found.group(1)),
             )
