@@ -148,6 +148,7 @@ class Searching(Engine):
             if full:
                 state.index.drop()
                 state.facts.clear()
+                state.facts_key = None
             state.last_scan = 0.0
             return self._sync(state, progress=progress)
 
@@ -311,7 +312,12 @@ class Searching(Engine):
     def _sync_facts(self, state: _SearchState) -> None:
         """Long-term items changed since the last sync, compared by identity."""
         with self._state:
-            items = dict(self._store.items)
+            store = self._store
+            version = (id(store.items), store.lsn, len(store.items))
+            if version == state.facts_key:
+                return  # the store has not changed since the last sync
+            items = dict(store.items)
+        state.facts_key = version
         if not state.facts and not state.facts_loaded:
             state.facts_loaded = True
             by_ref = {c.ref: c for c in state.index.chunks.values() if c.path == "MEMORY.md"}
@@ -373,11 +379,9 @@ class Searching(Engine):
             return len(index.vectors)
         if index.vector_model not in (None, embedder.name):
             index.set_vectors(embedder.name, {})  # another model's vectors: drop them
-        missing = [
-            cid
-            for cid, chunk in index.chunks.items()
-            if cid not in index.vectors and chunk.layer not in UNEMBEDDED
-        ]
+        missing = sorted(
+            cid for cid in index.unembedded if index.chunks[cid].layer not in UNEMBEDDED
+        )
         done = 0
         for start in range(0, len(missing), EMBED_BATCH):
             batch = missing[start : start + EMBED_BATCH]
@@ -420,6 +424,7 @@ class _SearchState:
         self.last_scan = 0.0
         self.facts: dict[str, Item] = {}
         self.facts_loaded = False
+        self.facts_key: tuple[int, int, int] | None = None
         self.vectors = Vectors()
         self.embedder: Embedder | None = None
         self.embedder_error: str | None = None

@@ -87,6 +87,7 @@ class Index:
         # Every change to ``vectors`` since open, in order: (+1 added | -1 removed
         # | 0 all cleared, chunk id). Readers keep their place in it (``Vectors``).
         self.vector_log: list[tuple[int, int]] = []
+        self.unembedded: set[int] = set()  # chunk ids without a vector
         self.vector_model: str | None = None
         self._by_path: dict[str, list[int]] = {}  # path -> chunk ids
         self._position: dict[str, dict[int, int]] = {}  # path -> id -> place in line order
@@ -151,6 +152,7 @@ class Index:
             self.vectors[chunk_id] = vec
             self.vector_log.append((1, chunk_id))
             self.vector_model = model
+        self.unembedded = set(self.chunks) - set(self.vectors)
 
     def close(self) -> None:
         with self.lock:
@@ -219,6 +221,7 @@ class Index:
                 self._db.execute("DELETE FROM vectors")
                 self.vectors.clear()
                 self.vector_log.append((0, 0))
+                self.unembedded = set(self.chunks)
             self._db.execute("BEGIN IMMEDIATE")
             self._db.executemany(
                 "INSERT OR REPLACE INTO vectors (chunk_id, model, vec) VALUES (?, ?, ?)", rows
@@ -227,6 +230,7 @@ class Index:
             for cid, _, vec in rows:
                 self.vectors[cid] = vec
                 self.vector_log.append((1, cid))
+                self.unembedded.discard(cid)
             self.vector_model = model
 
     def drop(self) -> None:
@@ -240,6 +244,7 @@ class Index:
             self.files.clear()
             self.vectors.clear()
             self.vector_log.append((0, 0))
+            self.unembedded.clear()
             self._by_path.clear()
             self._position.clear()
             self.vector_model = None
@@ -254,6 +259,7 @@ class Index:
             db.execute(f"DELETE FROM chunks WHERE id IN ({marks})", part)  # noqa: S608
         for cid in ids:
             chunk = self.chunks.pop(cid, None)
+            self.unembedded.discard(cid)
             if self.vectors.pop(cid, None) is not None:
                 self.vector_log.append((-1, cid))
             if chunk is not None:
@@ -289,6 +295,7 @@ class Index:
                 "INSERT INTO chunks_fts (rowid, body) VALUES (?, ?)", (cid, index_text(chunk.body))
             )
             self.chunks[cid] = chunk
+            self.unembedded.add(cid)
             self._by_path.setdefault(chunk.path, []).append(cid)
             self._position.pop(chunk.path, None)
             ids.append(cid)
