@@ -182,7 +182,7 @@ def test_corrupt_transcript_and_memory_md_open_and_every_bad_byte_is_kept(ws: Pa
         assert [item.text for item in memory.list()] == ["I prefer dark mode"]
         assert memory.search("dark mode", k=1)[0].text == "I prefer dark mode"
         [turn] = memory.search("second", k=1, layers=["transcripts"])
-        assert turn.text == "user: second" and turn.line_start == 2
+        assert turn.text == "second" and turn.line_start == 2
         assert memory.record_turn(SESSION, user="third", assistant="three").seq == 3
         notices = " ".join(memory.status().notices)
     assert "quarantined 2 unreadable line(s)" in notices

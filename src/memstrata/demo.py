@@ -67,7 +67,7 @@ def _run(console: Console, path: Path) -> None:
     with Memory.open(path) as memory:
         for message, answer in SCRIPT:
             _observe(console, memory, message)
-            memory.record_exchange(message, answer, session="demo")
+            memory.record_turn("demo", user=message, assistant=answer)
         lesson = memory.record_tool_failure(
             "run_sql", {"db": "pg-staging-2"}, "connection refused: pg-staging-2:5432"
         )
@@ -110,12 +110,23 @@ def _run(console: Console, path: Path) -> None:
             f"{escape(survived.text)}"
         )
         report = memory.status()
+        console.print("\n[bold]Search[/bold] (BM25 and local vectors, no key, no download)")
+        for question in (
+            "which database does staging use?",
+            "what answer style does the user prefer?",
+        ):
+            console.print(f"[bold cyan]query[/bold cyan] {escape(question)}")
+            for hit in memory.search(question, k=2):
+                console.print(
+                    f"      {hit.score:.3f}  {escape(hit.citation):<34} {escape(hit.snippet)}"
+                )
     _show(console, memory_md, "MEMORY.md at the end")
     console.print(
         f"\n{report.items} live item(s), journal lsn {report.lsn}, "
         f"{report.quarantined} quarantined; files: sessions/demo/SESSION-STATE.md, MEMORY.md, "
-        "memory/<today>.md (the daily note), memory/LESSONS.jsonl, memory/LTM_SNAPSHOT.json, "
-        "memory/LTM_AUDIT.jsonl"
+        "sessions/demo.jsonl (the transcript) and demo.audit.jsonl, memory/<today>.md (the "
+        "daily note), memory/LESSONS.jsonl, memory/LTM_SNAPSHOT.json, memory/LTM_AUDIT.jsonl, "
+        ".memstrata/index.sqlite (the search index)"
     )
 
 

@@ -12,7 +12,7 @@ semantic/*.md                        semantic      a bullet or paragraph
 notes/{inbox,zettel,maps}/*.md       notebook      a bullet or paragraph
 core/*.md, working/*.md              core/working  a bullet or paragraph
 SESSION-STATE.md (any session)       session_state one entry line
-sessions/*.jsonl, sessions/archive/  transcripts   one message of a turn
+sessions/*.jsonl, sessions/archive/  transcripts   one message (titled by its speaker's name)
 memory/LESSONS.jsonl                 lessons       one lesson
 ===================================  ============  ===============================
 
@@ -283,13 +283,13 @@ def _transcript_chunks(path: str, text: str) -> Iterator[Chunk]:
                 elif part.get("type") == "tool_result" and part.get("content") is not None:
                     content = part["content"]
                     results.append(content if isinstance(content, str) else json.dumps(content))
-            speaker = str(names.get(role) or role)
+            speaker = str(names.get(role) or "")  # a name the turn's meta gives, if any
             ref = f"{turn_id}#{index}"
             if said:
-                body = f"{speaker}: " + "\n".join(said)
+                body = "\n".join(said)
                 source = "agent" if role == "assistant" else "user"
                 yield Chunk(
-                    path, "transcripts", number, number, body, "", session, when, source, ref
+                    path, "transcripts", number, number, body, speaker, session, when, source, ref
                 )
             if results:
                 body = "\n".join(results)[:MAX_CHUNK_CHARS]

@@ -10,7 +10,8 @@ then weighted by context, source, speaker, date and (optionally) recency.
 3. Context (transcripts): a turn gains ``neighbours`` times the score of each
    turn next to it, and ``session`` times the best score in its session.
 4. Factors: the source's weight (the user's words count most, tool output
-   least), a speaker the query names, a date the query names, recency.
+   least), the layer's (raw logs a little less than curated memory), a
+   speaker the query names, a date the query names, recency.
 5. Optional diversity across sessions (MMR-like).
 
 With no embedder it is BM25 alone (step 1 has one list), and the caller says so.
@@ -37,6 +38,9 @@ __all__ = ["Filters", "Hit", "Vectors", "Weights", "hybrid"]
 RRF_K = 60
 SNIPPET_CHARS = 240
 SOURCE_WEIGHT = {"user": 1.0, "import": 1.0, "agent": 0.9, "tool": 0.8}
+# Raw logs (what was said, superseded facts included) weigh a little less than
+# curated memory when both match equally well.
+LAYER_WEIGHT = {"transcripts": 0.9, "daily_notes": 0.9}
 
 
 @dataclass(frozen=True, slots=True)
@@ -274,10 +278,9 @@ def hybrid(
         if score <= 0:
             continue  # the weakest candidate of a list and in no other: nothing found
         chunk = chunks[cid]
-        score *= SOURCE_WEIGHT.get(chunk.source, 1.0)
+        score *= SOURCE_WEIGHT.get(chunk.source, 1.0) * LAYER_WEIGHT.get(chunk.layer, 1.0)
         if named and chunk.layer == "transcripts":
-            speaker = chunk.text.partition(": ")[0].lower()
-            if speaker in named:
+            if chunk.title and chunk.title.lower() in named:
                 score *= 1.0 + weights.speaker
         if mentions and chunk.created_at is not None:
             closeness = max(m.matches(chunk.created_at.date()) for m in mentions)
@@ -341,6 +344,15 @@ def _in_context(
             chunk = chunks[cid]
             if chunk.layer == "transcripts" and chunk.session:
                 out[cid] += weights.session * best_of_session.get((chunk.path, chunk.session), 0.0)
+    # Context reorders turns among themselves; it must not lift them over other
+    # layers' chunks: the best turn keeps the score it had without context.
+    before = max((s for cid, s in fused.items() if chunks[cid].layer == "transcripts"), default=0)
+    after = max((s for cid, s in out.items() if chunks[cid].layer == "transcripts"), default=0)
+    if before > 0 and after > 0:
+        scale = before / after
+        for cid in out:
+            if chunks[cid].layer == "transcripts":
+                out[cid] *= scale
     return out
 
 
