@@ -279,9 +279,8 @@ def hybrid(
             continue  # the weakest candidate of a list and in no other: nothing found
         chunk = chunks[cid]
         score *= SOURCE_WEIGHT.get(chunk.source, 1.0) * LAYER_WEIGHT.get(chunk.layer, 1.0)
-        if named and chunk.layer == "transcripts":
-            if chunk.title and chunk.title.lower() in named:
-                score *= 1.0 + weights.speaker
+        if named and chunk.layer == "transcripts" and chunk.title.lower() in named:
+            score *= 1.0 + weights.speaker
         if mentions and chunk.created_at is not None:
             closeness = max(m.matches(chunk.created_at.date()) for m in mentions)
             score *= 1.0 + weights.date * closeness / 2
