@@ -346,3 +346,55 @@ def test_compaction_checks_its_arguments(memory: Memory) -> None:
         memory.compact_transcript(SESSION, keep=-1)
     assert memory.compact_transcript(SESSION, keep=5).archived == 0
     assert memory.compact_transcripts(keep=0)[0].archived == 1
+
+
+q15_part = st.fixed_dictionaries({"type": st.just("text"), "text": st.text(max_size=30)})
+q15_turn = st.fixed_dictionaries(
+    {
+        "schema_version": st.just(2),
+        "session": st.sampled_from(["web", "cli"]),
+        "minute": st.integers(min_value=0, max_value=59),
+        "messages": st.lists(
+            st.fixed_dictionaries(
+                {
+                    "role": st.sampled_from(["user", "assistant", "tool"]),
+                    "parts": st.lists(q15_part, min_size=1, max_size=3),
+                }
+            ),
+            min_size=1,
+            max_size=4,
+        ),
+    }
+)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.lists(q15_turn, min_size=1, max_size=12))
+def test_q15_turn_files_are_imported_with_nothing_lost_and_once(
+    tmp_path_factory: pytest.TempPathFactory, turns: list[dict[str, object]]
+) -> None:
+    ws = tmp_path_factory.mktemp("q15") / "ws"
+    Memory.open(ws).close()
+    day = ws / "history" / "turns" / "2025" / "02" / "03"
+    day.mkdir(parents=True)
+    expected: dict[str, list[object]] = {}
+    for number, turn in enumerate(turns):
+        minute = turn.pop("minute")
+        turn["created_at"] = f"2025-02-03T10:{minute:02d}:{number % 60:02d}+00:00"
+        turn["id"] = f"q15-{number}"
+        (day / f"{number:04d}.json").write_text(json.dumps(turn), encoding="utf-8")
+    order = sorted(range(len(turns)), key=lambda n: (turns[n]["created_at"], n))
+    for n in order:
+        expected.setdefault(str(turns[n]["session"]), []).append(turns[n]["messages"])
+
+    with Memory.open(ws) as memory:
+        for session, messages in expected.items():
+            got = memory.turns(session)
+            assert [list(t.messages) for t in got] == messages
+            assert [t.seq for t in got] == list(range(1, len(messages) + 1))
+    files = {p: p.read_bytes() for p in (ws / "sessions").glob("*.jsonl")}
+    with Memory.open(ws) as memory:
+        assert memory.status().notices == ()
+    assert {p: p.read_bytes() for p in (ws / "sessions").glob("*.jsonl")} == files
