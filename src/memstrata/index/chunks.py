@@ -69,8 +69,15 @@ class Chunk:
 
     @property
     def body(self) -> str:
-        """What BM25 reads: the title (context) and the text."""
-        return f"{self.title}\n{self.text}" if self.title else self.text
+        """What BM25 and the embedder read: the title (context) and the text; a
+        transcript message as ``Speaker: text``."""
+        if not self.title:
+            return self.text
+        return (
+            f"{self.title}: {self.text}"
+            if self.layer == "transcripts"
+            else f"{self.title}\n{self.text}"
+        )
 
 
 def layer_of(path: str) -> str | None:
