@@ -204,6 +204,7 @@ def _session_options(threads: int) -> ort.SessionOptions:
     opts.intra_op_num_threads = threads
     opts.inter_op_num_threads = 1
     opts.log_severity_level = 3  # errors only: the library never prints
+    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
     return opts
 
 
