@@ -13,8 +13,8 @@ PACKAGE = Path(memstrata.__file__).parent
 # DESIGN.md's module map: imports point down only.
 LAYERS = {
     "interfaces": {"cli", "cli_base", "cli_layers", "cli_search", "demo", "doctor", "benchmarks"},
-    "facade": {"memory", "engine", "transcripts", "layered", "searching"},
-    "services": {"capture", "layers", "history", "index", "embed"},
+    "facade": {"memory", "engine", "transcripts", "layered", "searching", "prompting"},
+    "services": {"capture", "layers", "history", "index", "embed", "context"},
     "foundation": {
         "config",
         "errors",

@@ -21,7 +21,7 @@ from rich.text import Text
 from .cli_base import console, json_option, open_memory, print_json, workspace_options
 from .searching import LAYERS
 
-__all__ = ["bench", "reindex", "search"]
+__all__ = ["bench", "context", "reindex", "search"]
 
 
 def _date(value: str | None, name: str) -> datetime | None:
@@ -180,3 +180,29 @@ def _emit(report: dict[str, object], out: Path | None) -> None:
     click.echo(text)
     if out is not None:
         out.write_text(text + "\n", encoding="utf-8")
+
+
+@click.command()
+@workspace_options
+@click.argument("prompt")
+@click.option("--budget", type=click.IntRange(min=1), required=True, help="Token budget.")
+@click.option("--session", "-s", default=None, help="Session whose state and turns to include.")
+@json_option
+def context(
+    workspace: str | None,
+    group: str | None,
+    prompt: str,
+    budget: int,
+    session: str | None,
+    as_json: bool,
+) -> None:
+    """Print the memory context for PROMPT within --budget tokens (--json: with sections)."""
+    with open_memory(workspace, group) as memory:
+        built = memory.build_context(prompt, session=session, budget_tokens=budget)
+    if as_json:
+        print_json(built.to_dict())
+        return
+    click.echo(built.text, nl=False)
+    console.print(
+        Text(f"\n[{built.tokens} of {budget} tokens ({built.counter})]", "dim"), highlight=False
+    )

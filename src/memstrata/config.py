@@ -38,6 +38,7 @@ class Settings:
     session_keep_turns: int = 200
     working_max_chars: int = 4000
     embedder: str = "minilm"
+    session_summary_tokens: int = 8000
 
     def __post_init__(self) -> None:
         for spec in fields(self):

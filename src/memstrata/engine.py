@@ -411,6 +411,10 @@ class Engine:
     def _quarantine(self, original: str, data: bytes, reason: str) -> None:
         quarantine_bytes(self.workspace.quarantine, original, data, reason)
 
+    def _after_turn(self, turn: Any) -> None:
+        """Called after every recorded transcript turn, outside the lock (the
+        automatic session summary hooks in here)."""
+
     def _notify(self, *events: WriteEvent) -> None:
         """Tell the write hooks (call with the lock released: a hook may read memory)."""
         for event in events:

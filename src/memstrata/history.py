@@ -350,8 +350,13 @@ def _read_records(path: Path) -> list[dict[str, Any]]:
 def read_turns(workspace: Workspace, session: str) -> list[Turn]:
     """The session's turns in order (records that are no valid turn are skipped:
     ``upgrade`` at open moves them aside)."""
+    return read_turns_at(transcript_path(workspace, session))
+
+
+def read_turns_at(path: Path) -> list[Turn]:
+    """The turns of the transcript file ``path``, in order."""
     turns = []
-    for record in _read_records(transcript_path(workspace, session)):
+    for record in _read_records(path):
         if record.get("kind") == "meta":
             continue
         try:
@@ -363,10 +368,21 @@ def read_turns(workspace: Workspace, session: str) -> list[Turn]:
 
 def read_meta(workspace: Workspace, session: str) -> dict[str, Any]:
     """The metadata record of a session's transcript ({} before any compaction)."""
-    for record in _read_records(transcript_path(workspace, session))[:1]:
-        if record.get("kind") == "meta":
-            return record
-    return {}
+    return read_meta_at(transcript_path(workspace, session))
+
+
+def read_meta_at(path: Path) -> dict[str, Any]:
+    """The metadata record of the transcript file ``path`` ({} if it has none)."""
+    try:
+        with open(path, "rb") as handle:
+            first = handle.readline()
+    except FileNotFoundError:
+        return {}
+    try:
+        record = json.loads(first)
+    except (UnicodeDecodeError, ValueError):
+        return {}
+    return record if isinstance(record, dict) and record.get("kind") == "meta" else {}
 
 
 def read_audit(workspace: Workspace, session: str) -> list[dict[str, Any]]:
@@ -514,6 +530,7 @@ def compact(workspace: Workspace, session: str, keep_last: int) -> Compaction:
         "summary": summary,
     }
     new_meta = {
+        **(meta or {}),
         "schema_version": SCHEMA_VERSION,
         "kind": "meta",
         "session": session,
@@ -521,6 +538,27 @@ def compact(workspace: Workspace, session: str, keep_last: int) -> Compaction:
     }
     atomic_write(path, _lines([new_meta, *(record for record, _ in kept)]))
     return Compaction(session, len(kept), len(old), archive_name, summary)
+
+
+def update_meta(workspace: Workspace, session: str, changes: Mapping[str, Any]) -> dict[str, Any]:
+    """Set fields of the transcript's metadata record (made when missing); the
+    file is rewritten atomically, every turn line kept byte for byte. The
+    caller holds the lock. Returns the new metadata."""
+    path = transcript_path(workspace, session)
+    data = path.read_bytes() if path.exists() else b""
+    lines = data.splitlines(keepends=True)
+    meta: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "kind": "meta", "session": session}
+    if lines:
+        try:
+            first = json.loads(lines[0])
+        except (UnicodeDecodeError, ValueError):
+            first = None
+        if isinstance(first, dict) and first.get("kind") == "meta":
+            meta = first
+            lines = lines[1:]
+    meta.update(changes)
+    atomic_write(path, _lines([meta]) + b"".join(lines))
+    return meta
 
 
 def _turn_or_none(record: Mapping[str, Any]) -> Turn | None:

@@ -35,6 +35,8 @@ from .capture.scan import Entry, load_rules, scan
 from .capture.secrets import redact
 from .capture.session_state import StateEntry, append_entries, parse_state
 from .config import Settings
+from .context.tokens import EstimateCounter, TokenCounter
+from .context.window import ContextWindow, Message, WindowSettings
 from .engine import WriteHook, safe_text
 from .errors import Conflict, InvalidInput, NotFound
 from .files import list_quarantine, storage_errors
@@ -53,7 +55,7 @@ from .model import (
     now,
     parse_source,
 )
-from .searching import Searching
+from .prompting import Prompting
 from .store.lessons import (
     OP_LESSON_DELETE,
     OP_LESSON_PUT,
@@ -73,7 +75,7 @@ _MAX_FACT_CHARS = 4000
 _NO_FACT: tuple[None, None] = (None, None)
 
 
-class Memory(Transcripts, Layers, Searching):
+class Memory(Transcripts, Layers, Prompting):
     """Layered, durable memory of one workspace (use ``Memory.open``)."""
 
     # -- lifecycle ------------------------------------------------------------
@@ -310,6 +312,43 @@ class Memory(Transcripts, Layers, Searching):
             event = self._note(redact(user).text, redact(agent).text, session, when)
         self._notify(event)
         return self.workspace.path / event.path
+
+    # -- the live window (issue 6) --------------------------------------------
+
+    def window(
+        self,
+        session: str,
+        limit_tokens: int,
+        *,
+        counter: TokenCounter | None = None,
+        settings: WindowSettings | None = None,
+    ) -> ContextWindow:
+        """A conversation window for ``session`` wired to this memory: exchanges
+        go to ``memory/working-buffer.md`` past 50 %; before a compaction the
+        user messages about to leave are observed (their durable facts are
+        captured first); after it, the next user message gets recovery context:
+        the end of the working buffer, the session state and today's notes."""
+        name = clean_session(session)
+        if name is None:
+            raise InvalidInput("a window needs a session")
+        self._check_open()
+
+        def flush(dropped: builtins.list[Message]) -> None:
+            for message in dropped:
+                if message.role == "user" and message.content.strip():
+                    self.observe(message.content, session=name)
+
+        return ContextWindow(
+            limit_tokens,
+            counter=counter or EstimateCounter(),
+            settings=settings or WindowSettings(),
+            buffer_path=self.workspace.path / "memory" / "working-buffer.md",
+            flush=flush,
+            # recovery takes at most ~15 % of the window, so it never causes the next compaction
+            recovery=lambda: self.recovery_context(
+                name, chars=max(limit_tokens * 4 * 15 // 100, 200)
+            ),
+        )
 
     # -- lessons --------------------------------------------------------------
 

@@ -86,6 +86,7 @@ class Transcripts(Engine):
             events.append(self._note(turn.text_of("user"), turn.text_of("assistant"), name, when))
             self._maybe_compact(name)
         self._notify(*events)
+        self._after_turn(turn)
         return turn
 
     def _note(self, user: str, agent: str, session: str | None, when: datetime) -> WriteEvent:

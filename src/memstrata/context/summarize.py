@@ -1,0 +1,165 @@
+"""Session summaries for ``/compact`` (seed 001) and automatic compaction
+(qracer): a ``Summarizer`` turns a session's turns into Markdown.
+
+* ``ExtractiveSummarizer`` (the default) needs no model: it runs the capture
+  scanner over the user's messages and lists, with turn references, the
+  decisions, the facts (names, preferences, values, corrections, "remember")
+  and the open questions (a user question that is the last message of the
+  session, or that the assistant's reply did not answer with text).
+* ``ChatSummarizer`` asks a chat model through the official ``openai`` SDK
+  (any OpenAI-compatible endpoint, local servers included, via the base URL)
+  or the ``anthropic`` SDK; both are optional extras (``pip install
+  'memstrata[llm]'``), configured by environment variables, never required.
+  A client may be handed in (tests pass a scripted one).
+
+``summarizer_from_env()`` picks one: ``MEMSTRATA_SUMMARIZER`` = ``extractive``
+(default), ``openai`` (``OPENAI_API_KEY``, ``OPENAI_BASE_URL``,
+``MEMSTRATA_SUMMARY_MODEL``) or ``anthropic`` (``ANTHROPIC_API_KEY``,
+``MEMSTRATA_SUMMARY_MODEL``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from ..capture.scan import scan
+from ..errors import BackendUnavailable, InvalidInput
+from ..history import Turn
+
+__all__ = [
+    "ChatSummarizer",
+    "ExtractiveSummarizer",
+    "Summarizer",
+    "summarizer_from_env",
+]
+
+PROMPT = (
+    "Summarize this conversation for the assistant's long-term memory. Use Markdown with "
+    "three sections: '## Decisions', '## Facts', '## Open questions', each a list of short "
+    "bullets that end with the turn numbers they come from, like '(turn 3)'. Keep names, "
+    "numbers and dates exactly. Leave out small talk."
+)
+_FACTS = ("proper_noun", "preference", "specific_value", "correction", "remember")
+
+
+@runtime_checkable
+class Summarizer(Protocol):
+    """Turns a session's turns into a Markdown summary."""
+
+    name: str
+
+    def summarize(self, turns: Sequence[Turn]) -> str: ...
+
+
+def _one_line(text: str, limit: int = 200) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 3].rstrip() + "..."
+
+
+class ExtractiveSummarizer:
+    """Decisions, facts and open questions, with turn references; no model."""
+
+    name = "extractive"
+
+    def summarize(self, turns: Sequence[Turn]) -> str:
+        decisions: list[str] = []
+        facts: list[str] = []
+        questions: list[str] = []
+        for index, turn in enumerate(turns):
+            said = turn.text_of("user")
+            for entry in scan(said):
+                bullet = f"- {_one_line(entry.text)} (turn {turn.seq})"
+                if entry.category == "decision" and bullet not in decisions:
+                    decisions.append(bullet)
+                elif entry.category in _FACTS and bullet not in facts and bullet not in decisions:
+                    facts.append(bullet)
+            asked = said.strip()
+            answered = turn.text_of("assistant").strip()
+            if asked.endswith(("?", "？")) and (index == len(turns) - 1 or not answered):
+                questions.append(f"- {_one_line(asked)} (turn {turn.seq})")
+        parts = []
+        for title, bullets in (
+            ("Decisions", decisions),
+            ("Facts", facts),
+            ("Open questions", questions),
+        ):
+            parts.append(f"## {title}\n" + ("\n".join(bullets) if bullets else "- none"))
+        span = f"turns {turns[0].seq}-{turns[-1].seq}" if turns else "no turns"
+        return f"Summary of {span}.\n\n" + "\n\n".join(parts) + "\n"
+
+
+def transcript_text(turns: Sequence[Turn], limit_chars: int = 60_000) -> str:
+    """The turns as plain text for a model, newest kept when it is too long."""
+    lines = []
+    for turn in turns:
+        for role in ("user", "assistant"):
+            said = " ".join(turn.text_of(role).split())
+            if said:
+                lines.append(f"[turn {turn.seq}] {role}: {said}")
+    text = "\n".join(lines)
+    return text if len(text) <= limit_chars else text[-limit_chars:]
+
+
+class ChatSummarizer:
+    """A chat model summarizes (OpenAI-compatible or Anthropic SDK)."""
+
+    def __init__(self, provider: str, model: str, client: Any = None) -> None:
+        if provider not in ("openai", "anthropic"):
+            raise InvalidInput(f"provider must be openai or anthropic, not {provider!r}")
+        if not model:
+            raise InvalidInput("a summary model name is needed (MEMSTRATA_SUMMARY_MODEL)")
+        self.provider, self.model = provider, model
+        self.name = f"{provider}:{model}"
+        self._client = client if client is not None else _client(provider)
+
+    def summarize(self, turns: Sequence[Turn]) -> str:
+        conversation = transcript_text(turns)
+        try:
+            if self.provider == "openai":
+                reply = self._client.chat.completions.create(
+                    model=self.model,
+                    messages=[
+                        {"role": "system", "content": PROMPT},
+                        {"role": "user", "content": conversation},
+                    ],
+                )
+                text = reply.choices[0].message.content
+            else:
+                reply = self._client.messages.create(
+                    model=self.model,
+                    max_tokens=1024,
+                    system=PROMPT,
+                    messages=[{"role": "user", "content": conversation}],
+                )
+                text = "".join(getattr(block, "text", "") for block in reply.content)
+        except Exception as exc:  # the SDKs raise their own error trees
+            raise BackendUnavailable(f"the summary model failed: {exc}") from exc
+        if not isinstance(text, str) or not text.strip():
+            raise BackendUnavailable("the summary model returned no text")
+        return text.strip() + "\n"
+
+
+def _client(provider: str) -> Any:
+    try:
+        if provider == "openai":
+            import openai
+
+            return openai.OpenAI()  # OPENAI_API_KEY, OPENAI_BASE_URL from the environment
+        import anthropic
+
+        return anthropic.Anthropic()
+    except ImportError as exc:
+        raise BackendUnavailable(
+            f"the {provider} summarizer needs its SDK: pip install 'memstrata[llm]'"
+        ) from exc
+
+
+def summarizer_from_env() -> Summarizer:
+    """The summarizer the environment names (extractive when it names none)."""
+    choice = os.environ.get("MEMSTRATA_SUMMARIZER", "extractive").strip().lower()
+    if choice in ("", "extractive"):
+        return ExtractiveSummarizer()
+    model = os.environ.get("MEMSTRATA_SUMMARY_MODEL", "").strip()
+    return ChatSummarizer(choice, model)
