@@ -15,8 +15,8 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 lint: $(VENV)/.installed
-	$(PY) -m ruff check src tests bench
-	$(PY) -m ruff format --check src tests bench
+	$(PY) -m ruff check src tests bench examples
+	$(PY) -m ruff format --check src tests bench examples
 
 types: $(VENV)/.installed
 	$(PY) -m mypy
@@ -25,8 +25,8 @@ test: $(VENV)/.installed
 	$(PY) -m pytest -q
 
 fmt: $(VENV)/.installed
-	$(PY) -m ruff format src tests bench
-	$(PY) -m ruff check --fix src tests bench
+	$(PY) -m ruff format src tests bench examples
+	$(PY) -m ruff check --fix src tests bench examples
 
 bench: $(VENV)/.installed
 	$(PY) bench/bench_foundation.py --json bench/results/foundation.json

@@ -376,3 +376,15 @@ def test_core_working_semantic_and_notes_commands(home: str) -> None:
     assert json.loads(run("notes", "list", "--folder", "zettel", "-w", home, "--json").output) == [
         {"name": a, "folder": "zettel"}
     ]
+
+
+def test_session_summarize_writes_the_summary(home: str) -> None:
+    from memstrata import Memory
+
+    with Memory.open(home, embedder="none") as memory:
+        memory.record_turn("s9", user="Let's go with Redis for caching.", assistant="ok")
+    done = json.loads(run("session", "summarize", "s9", "-w", home, "--json").output)
+    assert done["turns"] == [1, 1] and done["path"] == "summaries/s9.md"
+    assert "Let's go with Redis for caching. (turn 1)" in done["summary"]
+    again = run("session", "summarize", "s9", "-w", home)
+    assert again.exit_code == 1 and "no turn since its last summary" in again.output

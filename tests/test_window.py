@@ -543,3 +543,14 @@ def test_any_conversation_keeps_its_ends_and_accounts_for_every_drop(
         assert event.tokens_after <= settings.compact_to * limit or only_ends_left
         recovery_size = (len("recovered context") + 3) // 4 if recovered else 0
         assert window.tokens <= settings.compact_to * limit + size + recovery_size or only_ends_left
+
+
+def test_the_working_buffer_never_holds_a_secret(tmp_path: Path) -> None:
+    key = "sk-proj-Zx81kQm2Lr7Tt5Wb9Yc3Nd6Pf0Gh4Jk"
+    buffer = tmp_path / "memory" / "working-buffer.md"
+    window = ContextWindow(100, buffer_path=buffer)
+    window.add(Message("user", "x " * 110))  # past 50 %: exchanges are buffered from here on
+    window.add(Message("user", f"my key is {key}"))
+    window.add(Message("assistant", f"I will use {key}"))
+    data = buffer.read_text()
+    assert key not in data and "[REDACTED:" in data

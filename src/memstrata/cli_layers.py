@@ -332,3 +332,28 @@ def notes_move(workspace: str | None, group: str | None, name: str, folder: str)
     with open_memory(workspace, group) as memory:
         note = memory.note_move(name, folder)
     console.print(f"Moved to {note.folder}/{note.name}.md", markup=False)
+
+
+@session_group.command(name="summarize")
+@workspace_options
+@click.argument("session")
+@json_option
+def session_summarize(
+    workspace: str | None, group: str | None, session: str, as_json: bool
+) -> None:
+    """/compact: summarize SESSION's turns since its last summary into
+    summaries/<session>.md and MEMORY.md; the next run starts fresh.
+
+    The extractive summarizer (no model) unless MEMSTRATA_SUMMARIZER names
+    one (openai or anthropic, with MEMSTRATA_SUMMARY_MODEL)."""
+    with open_memory(workspace, group) as memory:
+        done = memory.compact_session(session)
+    if as_json:
+        print_json(done.to_dict())
+        return
+    console.print(
+        f"Summarized turns {done.turns[0]}-{done.turns[1]} of {done.session} with "
+        f"{done.summarizer} into {done.path} and {len(done.items)} MEMORY.md item(s).",
+        markup=False,
+    )
+    click.echo(done.summary, nl=False)

@@ -53,6 +53,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Literal
 
+from ..capture.secrets import redact
 from ..errors import InvalidInput
 from ..files import append_durable, storage_errors
 from ..model import now
@@ -272,10 +273,11 @@ def buffer_header(at: datetime) -> str:
 def buffer_block(speaker: Literal["Human", "Agent (summary)"], text: str, at: datetime) -> str:
     """One working-buffer entry: a user message (``Human``, up to
     ``BUFFER_USER_CHARS``) or a reply (``Agent (summary)``, up to
-    ``BUFFER_AGENT_CHARS``), on one line, shortened with ``...``."""
+    ``BUFFER_AGENT_CHARS``), on one line, secrets redacted, shortened with ``...``."""
     limit = BUFFER_USER_CHARS if speaker == "Human" else BUFFER_AGENT_CHARS
     clock = at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
-    return f"## [{clock}] {speaker}\n{_one_line(text, limit)}\n\n"
+    safe = redact(text).text  # secrets never reach disk (shortened only after redaction)
+    return f"## [{clock}] {speaker}\n{_one_line(safe, limit)}\n\n"
 
 
 class ContextWindow:
