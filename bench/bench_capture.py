@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchutil import machine, percentiles
+from benchutil import emit, machine, percentiles
 from memstrata import Memory
 from memstrata.capture.scan import scan
 
@@ -116,10 +116,7 @@ def main() -> None:
         "scan_200_us": time_scan(to_200(base, min(args.messages, 5000))),
         "observe_ms": time_observe(texts[: args.observe]),
     }
-    text = json.dumps(report, indent=2)
-    print(text)
-    if args.json:
-        args.json.write_text(text + "\n", encoding="utf-8")
+    emit(report, args.json)
     sys.exit(0)
 
 

@@ -15,7 +15,6 @@ Run::
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import sys
 import tempfile
@@ -23,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchutil import machine, percentiles
+from benchutil import emit, machine, percentiles
 from memstrata import Memory
 from memstrata.benchmarks.search_bench import facts
 
@@ -72,10 +71,7 @@ def main() -> None:
         large = measure(large_dir, 100_000, args.budget, args.calls, args.embedder)
     report["build_context_ms"] = {"1000": small, "100000": large}
     report["ratio_100k_1k"] = round(large["p50"] / small["p50"], 2)
-    text = json.dumps(report, indent=2)
-    print(text)
-    if args.json:
-        args.json.write_text(text + "\n", encoding="utf-8")
+    emit(report, args.json)
 
 
 if __name__ == "__main__":

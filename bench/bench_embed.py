@@ -20,7 +20,6 @@ Run::
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import statistics
@@ -30,7 +29,7 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-from benchutil import machine, percentiles
+from benchutil import emit, machine, percentiles
 from memstrata.embed import Embedder, MiniLMEmbedder, load_embedder
 
 TEMPLATES = [
@@ -157,10 +156,7 @@ def main() -> None:
         "throughput": [throughput(embedder, texts, batch) for batch in BATCH_SIZES],
         "query_ms": query_latency(embedder, queries),
     }
-    text = json.dumps(report, indent=2)
-    print(text)
-    if args.json:
-        args.json.write_text(text + "\n", encoding="utf-8")
+    emit(report, args.json)
     sys.exit(0)
 
 

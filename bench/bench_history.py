@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchutil import machine, percentiles
+from benchutil import emit, machine, percentiles
 from memstrata import Memory
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -111,10 +111,7 @@ def main() -> None:
                 if number == 0:
                     each.clear()  # the first search also loads the model
         report["search_after_each_ms"] = percentiles(each)
-    text = json.dumps(report, indent=2)
-    print(text)
-    if args.json:
-        args.json.write_text(text + "\n", encoding="utf-8")
+    emit(report, args.json)
 
 
 if __name__ == "__main__":

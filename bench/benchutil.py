@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import platform
 import statistics
+from pathlib import Path
+from typing import Any
 
 
 def percentiles(values: list[float]) -> dict[str, float]:
@@ -18,3 +21,11 @@ def percentiles(values: list[float]) -> dict[str, float]:
 
 def machine() -> str:
     return f"{platform.machine()}, {platform.system()}, Python {platform.python_version()}"
+
+
+def emit(report: dict[str, Any], out: Path | None) -> None:
+    """Print the report as JSON, and write it to ``out`` when given."""
+    text = json.dumps(report, indent=2)
+    print(text)
+    if out is not None:
+        out.write_text(text + "\n", encoding="utf-8")

@@ -385,6 +385,25 @@ def read_meta_at(path: Path) -> dict[str, Any]:
     return record if isinstance(record, dict) and record.get("kind") == "meta" else {}
 
 
+def turns_since_summary(path: Path) -> list[Turn]:
+    """The turns of transcript ``path`` after its last session summary (all of
+    them before the first)."""
+    fresh_after = int(read_meta_at(path).get("fresh_after_seq", 0) or 0)
+    return [turn for turn in read_turns_at(path) if turn.seq > fresh_after]
+
+
+def conversation_lines(turns: Sequence[Turn], *, numbered: bool = False) -> list[str]:
+    """The turns as ``role: text`` lines (``[turn N] role: text`` when
+    ``numbered``), one line per message, user then assistant."""
+    lines = []
+    for turn in turns:
+        for role in ("user", "assistant"):
+            said = " ".join(turn.text_of(role).split())
+            if said:
+                lines.append(f"[turn {turn.seq}] {role}: {said}" if numbered else f"{role}: {said}")
+    return lines
+
+
 def read_audit(workspace: Workspace, session: str) -> list[dict[str, Any]]:
     return _read_records(audit_path(workspace, session))
 

@@ -192,17 +192,7 @@ class Prompting(Searching):
 
     def _cached_recent(self, path: Path) -> builtins.list[str]:
         def load(_: Path) -> builtins.list[str]:
-            meta = history.read_meta_at(path)
-            fresh_after = int(meta.get("fresh_after_seq", 0) or 0)
-            every = history.read_turns_at(path)
-            session_turns = [turn for turn in every if turn.seq > fresh_after][-RECENT_TURNS:]
-            lines = []
-            for turn in session_turns:
-                for role in ("user", "assistant"):
-                    said = " ".join(turn.text_of(role).split())
-                    if said:
-                        lines.append(f"{role}: {said}")
-            return lines
+            return history.conversation_lines(history.turns_since_summary(path)[-RECENT_TURNS:])
 
         value = self._cached(path, load)
         return value if isinstance(value, list) else []
@@ -247,8 +237,7 @@ class Prompting(Searching):
         path = history.transcript_path(self.workspace, name)
         if not path.exists():
             raise NotFound(f"no transcript for session {name!r}")
-        fresh_after = int(history.read_meta_at(path).get("fresh_after_seq", 0) or 0)
-        turns = [turn for turn in history.read_turns_at(path) if turn.seq > fresh_after]
+        turns = history.turns_since_summary(path)
         if not turns:
             raise InvalidInput(f"session {name!r} has no turn since its last summary")
         chosen = summarizer or summarizer_from_env()
@@ -320,10 +309,7 @@ class Prompting(Searching):
         counts = self._summary_tokens
         if turn.session not in counts:
             path = history.transcript_path(self.workspace, turn.session)
-            fresh_after = int(history.read_meta_at(path).get("fresh_after_seq", 0) or 0)
-            counts[turn.session] = sum(
-                _tokens(t) for t in history.read_turns_at(path) if t.seq > fresh_after
-            )
+            counts[turn.session] = sum(_tokens(t) for t in history.turns_since_summary(path))
         else:
             counts[turn.session] += _tokens(turn)
         if counts[turn.session] > limit:

@@ -26,7 +26,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..capture.scan import scan
 from ..errors import BackendUnavailable, InvalidInput
-from ..history import Turn
+from ..history import Turn, conversation_lines
 
 __all__ = [
     "ChatSummarizer",
@@ -92,13 +92,7 @@ class ExtractiveSummarizer:
 
 def transcript_text(turns: Sequence[Turn], limit_chars: int = 60_000) -> str:
     """The turns as plain text for a model, newest kept when it is too long."""
-    lines = []
-    for turn in turns:
-        for role in ("user", "assistant"):
-            said = " ".join(turn.text_of(role).split())
-            if said:
-                lines.append(f"[turn {turn.seq}] {role}: {said}")
-    text = "\n".join(lines)
+    text = "\n".join(conversation_lines(turns, numbered=True))
     return text if len(text) <= limit_chars else text[-limit_chars:]
 
 
