@@ -270,3 +270,17 @@ def test_the_window_captures_before_compacting_and_recovers_after(ws: Path) -> N
         assert recovery and "Working buffer (memory/working-buffer.md)" in recovery[-1].content
         assert "Session state" in recovery[-1].content
         assert window.tokens <= 400
+
+
+def test_the_fact_gate_follows_every_write_without_a_rebuild(ws: Path) -> None:
+    with Memory.open(ws, embedder="none") as memory:
+        first = memory.remember("The office router lives in cupboard B")
+        gate = memory._fact_gate()  # noqa: SLF001 - the gate's own state
+        assert gate.top("where is the router", 5) == [first.id]
+        second = memory.supersede(first.id, "The office router moved to cupboard C")
+        memory.remember("Printers are on floor 2")
+        assert memory._fact_gate() is gate  # noqa: SLF001 - caught up, not rebuilt
+        assert gate.top("router cupboard", 5) == [second.id]
+        memory.forget(second.id)
+        assert memory._fact_gate().top("router", 5) == []  # noqa: SLF001
+        assert gate.top("printers", 5) and gate.top("nothing matches this", 5) == []

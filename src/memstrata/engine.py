@@ -84,6 +84,11 @@ class Engine:
         self._store = LongTermStore()
         self._lessons = LessonStore()
         self._lessons_dirty = False
+        # Ids of long-term items changed since the store was last reset, in order,
+        # and how many resets there were: readers that mirror the store (the
+        # prompt's fact gate) catch up from here instead of scanning every item.
+        self.fact_changes: builtins.list[str] = []
+        self.fact_generation = 0
         self._hooks: builtins.list[WriteHook] = []
         self._journal = Journal(
             workspace.journal,
@@ -203,6 +208,8 @@ class Engine:
 
     def _reset_from_files(self) -> Snapshot | None:
         """Reset RAM to the snapshot, else to MEMORY.md alone (lock held)."""
+        self.fact_generation += 1
+        self.fact_changes = []
         snapshot = self._read_snapshot()
         if snapshot is not None:
             self._store.reset(dict(snapshot.items), snapshot.lsn, snapshot.keys)
@@ -288,6 +295,10 @@ class Engine:
     def _apply(self, record: Record) -> None:
         self._store.apply(record)
         self._lessons.apply(record)
+        if record.op == OP_PUT:
+            self.fact_changes.extend(str(item.get("id")) for item in record.data["items"])
+        elif record.op == OP_DELETE:
+            self.fact_changes.extend(str(item_id) for item_id in record.data["ids"])
 
     def _catch_up(self, *, repair: bool) -> None:
         """Apply what other processes appended; ``repair`` only with the lock held."""

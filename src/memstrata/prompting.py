@@ -13,9 +13,10 @@ after the turn that passed it (qracer), with the extractive summarizer unless
 ``MEMSTRATA_SUMMARIZER`` names a model.
 
 Reads come from RAM: the long-term facts from the store (rendered once per
-change of it), the layer files and the session's transcript from a cache
-that one ``stat`` per file per call keeps honest (a hand edit is seen at the
-next call). No file is read while it is unchanged.
+change of it) and gated by a BM25 index in RAM (``context.gate``: no query
+embedding, no index file), the layer files and the session's transcript from
+a cache that one ``stat`` per file per call keeps honest (a hand edit is seen
+at the next call). No file is read while it is unchanged.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from pathlib import Path
 from . import history
 from .capture.session_state import StateEntry, parse_state
 from .context.build import Context, assemble, render_facts
+from .context.gate import FactGate
 from .context.summarize import Summarizer, summarizer_from_env
 from .context.tokens import EstimateCounter, TokenCounter
 from .errors import BackendUnavailable, InvalidInput, NotFound
@@ -110,12 +112,11 @@ class Prompting(Searching):
             """The facts relevant to the prompt, best first; then the newest others."""
             by_id = self._items_by_id()
             seen = set()
-            if prompt.strip():
-                for hit in self.search(prompt, k=min(limit, 60), layers=["long_term"]):
-                    item = by_id.get(hit.ref or "")
-                    if item is not None and item.is_live:
-                        seen.add(item.id)
-                        yield category_title(item.category), f"- {item.text}"
+            for item_id in self._fact_gate().top(prompt, min(limit, 60)):
+                item = by_id.get(item_id)
+                if item is not None and item.is_live:
+                    seen.add(item.id)
+                    yield category_title(item.category), f"- {item.text}"
             # at most a few hundred lines fit any budget: no need to walk them all
             with self._state:
                 newest = self._store.newest(lambda i: i.is_live, min(limit, budget_tokens // 2))
@@ -145,6 +146,15 @@ class Prompting(Searching):
         )
 
     # -- RAM caches ------------------------------------------------------------------
+
+    def _fact_gate(self) -> FactGate:
+        gate: FactGate | None = getattr(self, "_gate", None)
+        if gate is None:
+            gate = self._gate = FactGate()
+        self._refresh()
+        with self._state:
+            gate.sync(self._store.items, self.fact_generation, self.fact_changes)
+        return gate
 
     def _items_by_id(self) -> dict[str, Item]:
         with self._state:
