@@ -284,3 +284,23 @@ def test_the_fact_gate_follows_every_write_without_a_rebuild(ws: Path) -> None:
         memory.forget(second.id)
         assert memory._fact_gate().top("router", 5) == []  # noqa: SLF001
         assert gate.top("printers", 5) and gate.top("nothing matches this", 5) == []
+
+
+def test_the_gate_finds_a_rare_word_among_many_facts_that_share_the_common_ones() -> None:
+    from datetime import UTC, datetime
+
+    from memstrata.context.gate import IMPACT_CAP, FactGate
+    from memstrata.model import Item
+
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+    items = {}
+    for n in range(IMPACT_CAP * 3):
+        text = f"the team reviewed the billing report number {n}"
+        if n == 1000:
+            text = "the team reviewed the billing report about the flamingo budget"
+        item = Item(id=f"m{n:08d}", text=text, category="fact", created_at=at, updated_at=at)
+        items[item.id] = item
+    gate = FactGate()
+    gate.sync(items, generation=1, changes=[])
+    assert gate.top("team billing flamingo", 3)[0] == "m00001000"
+    assert len(gate.top("team billing report", 10)) == 10  # common words still answer

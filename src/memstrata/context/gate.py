@@ -30,6 +30,7 @@ __all__ = ["FactGate", "terms"]
 
 K1 = 1.2
 B = 0.5
+IMPACT_CAP = 512  # facts a term scores at most (those where it weighs most)
 _ENDING = re.compile(r"(?<=[a-z]{3})(?:ies|es|s|ed|ing)$")
 
 
@@ -52,11 +53,12 @@ class FactGate:
         self._seen = 0  # place in the change log
         self._ids: list[str | None] = []  # doc -> item id (None: gone)
         self._lengths: list[int] = []
+        self._words: list[tuple[str, ...]] = []  # doc -> its distinct terms
         self._length_array: np.ndarray | None = None  # a cache of _lengths
         self._doc_of: dict[str, int] = {}
         self._postings: dict[str, list[int]] = {}  # term -> docs, a doc once per occurrence
-        # term -> (docs, occurrences in each) as arrays: a cache of the postings
-        self._arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        # term -> (docs, BM25 weights, document count): impact-ordered, capped postings
+        self._arrays: dict[str, tuple[np.ndarray, np.ndarray, int]] = {}
         self._live = 0
         self._total_length = 0
 
@@ -82,6 +84,7 @@ class FactGate:
         words = terms(f"{item.category} {item.text}")
         self._ids.append(item.id)
         self._lengths.append(len(words))
+        self._words.append(tuple(dict.fromkeys(words)))
         self._length_array = None
         self._doc_of[item.id] = doc
         for word in words:
@@ -93,48 +96,62 @@ class FactGate:
     def _remove(self, item_id: str) -> None:
         doc = self._doc_of.pop(item_id, None)
         if doc is not None:
+            for word in self._words[doc]:
+                self._arrays.pop(word, None)  # its capped postings may hold this doc
             self._ids[doc] = None  # its postings stay; dead docs are skipped
             self._live -= 1
             self._total_length -= self._lengths[doc]
 
+    def _impacts(self, word: str, average: float) -> tuple[np.ndarray, np.ndarray, int]:
+        """A term's postings in impact order, cut at ``IMPACT_CAP`` docs: the docs,
+        each one's BM25 term weight (without idf), and the term's document count."""
+        import numpy as np
+
+        cached = self._arrays.get(word)
+        if cached is None:
+            posting = np.asarray(self._postings[word], dtype=np.int64)
+            docs, counts = np.unique(posting, return_counts=True)
+            alive = np.fromiter((self._ids[d] is not None for d in docs), bool, len(docs))
+            docs, counts = docs[alive], counts[alive].astype(np.float64)
+            if self._length_array is None:
+                self._length_array = np.asarray(self._lengths, dtype=np.float64)
+            norm = K1 * (1 - B + B * self._length_array[docs] / average)
+            weight = counts * (K1 + 1) / (counts + norm)
+            if len(docs) > IMPACT_CAP:
+                best = np.argpartition(-weight, IMPACT_CAP)[:IMPACT_CAP]
+                cached = (docs[best], weight[best], len(docs))
+            else:
+                cached = (docs, weight, len(docs))
+            self._arrays[word] = cached
+        return cached
+
     def top(self, prompt: str, k: int) -> list[str]:
-        """The ids of the ``k`` facts that best match ``prompt``, best first."""
+        """The ids of the ``k`` facts that best match ``prompt``, best first.
+
+        Each term scores at most ``IMPACT_CAP`` facts, those where it weighs
+        most: the cost does not grow with the store (impact-ordered postings)."""
         import numpy as np
 
         if not self._live or k <= 0:
             return []
         average = max(self._total_length / self._live, 1.0)
-        lengths = self._length_array
-        matched = False
-        total = np.zeros(len(self._ids), dtype=np.float64)
+        docs_of, weights_of = [], []
         for word in dict.fromkeys(terms(prompt)):
-            posting = self._postings.get(word)
-            if not posting:
+            if not self._postings.get(word):
                 continue
-            cached = self._arrays.get(word)
-            if cached is None:
-                docs, counts = np.unique(np.asarray(posting, dtype=np.int64), return_counts=True)
-                cached = self._arrays[word] = (docs, counts.astype(np.float64))
-            docs, counts = cached
-            frequency = len(docs)
+            docs, weight, frequency = self._impacts(word, average)
             idf = math.log(1 + (self._live - frequency + 0.5) / (frequency + 0.5))
-            if lengths is None:
-                lengths = self._length_array = np.asarray(self._lengths, dtype=np.float64)
-            norm = K1 * (1 - B + B * lengths[docs] / average)
-            total[docs] += idf * counts * (K1 + 1) / (counts + norm)
-            matched = True
-        if not matched:
+            docs_of.append(docs)
+            weights_of.append(weight * idf)
+        if not docs_of:
             return []
-        found = np.flatnonzero(total)
-        if not len(found):
-            return []
-        if len(found) > 4 * k:  # only the best few need sorting
-            found = found[np.argpartition(-total[found], 4 * k)[: 4 * k]]
-        order = found[np.argsort(-total[found], kind="stable")]
+        found, where = np.unique(np.concatenate(docs_of), return_inverse=True)
+        total = np.bincount(where, weights=np.concatenate(weights_of))
+        order = np.argsort(-total, kind="stable")[: 4 * k]
         out = []
-        for doc in order:
-            item_id = self._ids[int(doc)]
-            if item_id is not None:
+        for index in order:
+            item_id = self._ids[int(found[index])]
+            if item_id is not None and total[index] > 0:
                 out.append(item_id)
                 if len(out) >= k:
                     break
