@@ -12,9 +12,20 @@ PACKAGE = Path(memstrata.__file__).parent
 
 # DESIGN.md's module map: imports point down only.
 LAYERS = {
-    "interfaces": {"cli", "cli_base", "cli_layers", "cli_search", "demo", "doctor", "benchmarks"},
+    "interfaces": {
+        "cli",
+        "cli_base",
+        "cli_layers",
+        "cli_search",
+        "demo",
+        "doctor",
+        "benchmarks",
+        "tools",
+        "mcp_server",
+        "memory_tool",
+    },
     "facade": {"memory", "engine", "transcripts", "layered", "searching", "prompting"},
-    "services": {"capture", "layers", "history", "index", "embed", "context"},
+    "services": {"capture", "layers", "history", "index", "embed", "context", "access"},
     "foundation": {
         "config",
         "errors",

@@ -32,7 +32,7 @@ from .cli_base import (
     workspace_options,
 )
 from .cli_layers import core_group, notes_group, semantic_group, session_group, working_group
-from .cli_search import bench, context, reindex, search
+from .cli_search import bench, context, mcp, reindex, search
 from .config import load_settings
 from .demo import run_demo
 from .doctor import Level, diagnose
@@ -409,6 +409,7 @@ def demo(keep: Path | None) -> None:
 
 for _command in (
     search,
+    mcp,
     context,
     bench,
     reindex,

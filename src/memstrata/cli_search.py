@@ -21,7 +21,7 @@ from rich.text import Text
 from .cli_base import console, json_option, open_memory, print_json, workspace_options
 from .searching import LAYERS
 
-__all__ = ["bench", "context", "reindex", "search"]
+__all__ = ["bench", "context", "mcp", "reindex", "search"]
 
 
 def _date(value: str | None, name: str) -> datetime | None:
@@ -206,3 +206,24 @@ def context(
     console.print(
         Text(f"\n[{built.tokens} of {budget} tokens ({built.counter})]", "dim"), highlight=False
     )
+
+
+@click.command()
+@workspace_options
+@click.option("--http", is_flag=True, help="Serve streamable HTTP instead of stdio.")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", type=click.IntRange(1, 65535), default=8765, show_default=True)
+@click.option(
+    "--token",
+    envvar="MEMSTRATA_MCP_TOKEN",
+    default=None,
+    help="Bearer token clients must send (needed to bind beyond loopback).",
+)
+def mcp(
+    workspace: str | None, group: str | None, http: bool, host: str, port: int, token: str | None
+) -> None:
+    """Serve the memory tools over MCP (stdio; --http for streamable HTTP)."""
+    from .mcp_server import serve
+
+    with open_memory(workspace, group) as memory:
+        serve(memory, http=http, host=host, port=port, token=token)

@@ -1,0 +1,236 @@
+"""Memory tools for function calling: one implementation behind every interface
+(Python, the MCP server, OpenAI and Anthropic tool schemas).
+
+* ``memory_search(query, k=8, layer=None, session=None)`` — documents and
+  transcripts merged and ranked; each hit with path, lines, snippet, score.
+* ``memory_get(path, from_line=None, lines=None)`` — lines of one memory file,
+  through the path guard (``access.resolve``): only the workspace's memory
+  files, never anything outside it.
+* ``memory_write(text, category=None)`` — a long-term fact with source
+  ``agent``: the agent's own writes are kept but never become instructions
+  (``observe`` promotes only the user's words).
+* ``memory_forget(id)`` and ``memory_status()``.
+
+``dispatch(memory, name, arguments)`` runs one call and returns its result as
+text, as models expect: JSON for results, ``Error: …`` for a refusal or a bad
+argument (never a traceback, never content from outside the workspace).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from .access import resolve
+from .errors import MemstrataError
+from .memory import Memory
+
+__all__ = ["TOOLS", "anthropic_tools", "dispatch", "openai_tools"]
+
+MAX_LINES = 400
+
+TOOLS: dict[str, dict[str, Any]] = {
+    "memory_search": {
+        "description": (
+            "Search the user's memory (facts, notes, daily notes, transcripts, lessons). "
+            "Returns the best matches with their file, lines and a snippet."
+        ),
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "description": "what to look for"},
+                "k": {"type": "integer", "minimum": 1, "maximum": 50, "default": 8},
+                "layer": {
+                    "type": "string",
+                    "description": "only this layer",
+                    "enum": [
+                        "long_term",
+                        "daily_notes",
+                        "semantic",
+                        "notebook",
+                        "transcripts",
+                        "lessons",
+                    ],
+                },
+                "session": {"type": "string", "description": "only this session"},
+            },
+            "required": ["query"],
+        },
+    },
+    "memory_get": {
+        "description": (
+            "Read lines of one memory file (MEMORY.md, memory/<day>.md, semantic/<name>.md, "
+            "notes/<folder>/<name>.md, core/<NAME>.md, working/WORKING_MEMORY.md, "
+            "summaries/<name>.md)."
+        ),
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "path": {"type": "string"},
+                "from_line": {"type": "integer", "minimum": 1},
+                "lines": {"type": "integer", "minimum": 1, "maximum": MAX_LINES},
+            },
+            "required": ["path"],
+        },
+    },
+    "memory_write": {
+        "description": "Keep a fact in long-term memory (stored as the agent's note).",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "text": {"type": "string"},
+                "category": {"type": "string", "description": "a MEMORY.md section, e.g. fact"},
+            },
+            "required": ["text"],
+        },
+    },
+    "memory_forget": {
+        "description": "Delete a long-term fact by its id (the ^id at the end of its line).",
+        "parameters": {
+            "type": "object",
+            "properties": {"id": {"type": "string"}},
+            "required": ["id"],
+        },
+    },
+    "memory_status": {
+        "description": "Counts of the memory and the health of its search index.",
+        "parameters": {"type": "object", "properties": {}},
+    },
+}
+
+
+def openai_tools() -> list[dict[str, Any]]:
+    """The tools in OpenAI's function-calling format."""
+    return [
+        {"type": "function", "function": {"name": name, **spec}} for name, spec in TOOLS.items()
+    ]
+
+
+def anthropic_tools() -> list[dict[str, Any]]:
+    """The tools in Anthropic's tool-use format."""
+    return [
+        {"name": name, "description": spec["description"], "input_schema": spec["parameters"]}
+        for name, spec in TOOLS.items()
+    ]
+
+
+def _search(memory: Memory, args: Mapping[str, Any]) -> Any:
+    query = args.get("query")
+    if not isinstance(query, str) or not query.strip():
+        raise _Bad("query must be a non-empty string")
+    k = _int(args.get("k", 8), "k", 1, 50)
+    layer = args.get("layer")
+    layers = None if layer is None else [str(layer)]
+    session = args.get("session")
+    hits = memory.search(
+        query, k=k, layers=layers, session=str(session) if session is not None else None
+    )
+    return [
+        {
+            "path": hit.path,
+            "lines": [hit.line_start, hit.line_end],
+            "citation": hit.citation,
+            "snippet": hit.snippet,
+            "score": round(hit.score, 4),
+            "layer": hit.layer,
+            "created_at": hit.created_at.isoformat() if hit.created_at else None,
+        }
+        for hit in hits
+    ]
+
+
+def _get(memory: Memory, args: Mapping[str, Any]) -> Any:
+    requested = args.get("path")
+    if not isinstance(requested, str):
+        raise _Bad("path must be a string")
+    path = resolve(memory.workspace.path, requested, write=False)
+    if path == memory.workspace.memory_md.resolve() and memory.status().journal_records:
+        memory.flush()  # MEMORY.md as it stands in RAM: what was just written is in it
+    first = _int(args.get("from_line", 1), "from_line", 1, 10**9)
+    count = _int(args.get("lines", MAX_LINES), "lines", 1, MAX_LINES)
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        raise _Bad(f"{requested} does not exist") from None
+    every = text.splitlines()
+    chosen = every[first - 1 : first - 1 + count]
+    return {
+        "path": requested,
+        "from_line": first,
+        "lines": len(chosen),
+        "total_lines": len(every),
+        "text": "\n".join(chosen),
+    }
+
+
+def _write(memory: Memory, args: Mapping[str, Any]) -> Any:
+    text = args.get("text")
+    if not isinstance(text, str):
+        raise _Bad("text must be a string")
+    category = args.get("category")
+    item = memory.remember(
+        text, category=str(category) if category else None, source="agent", sync=True
+    )
+    return {"id": item.id, "text": item.text, "category": item.category, "source": "agent"}
+
+
+def _forget(memory: Memory, args: Mapping[str, Any]) -> Any:
+    item_id = args.get("id")
+    if not isinstance(item_id, str):
+        raise _Bad("id must be a string")
+    item = memory.forget(item_id)
+    return {"forgotten": item.id, "text": item.text}
+
+
+def _status(memory: Memory, args: Mapping[str, Any]) -> Any:
+    del args
+    return {**memory.status().to_dict(), "index": memory.index_status()}
+
+
+_HANDLERS: dict[str, Callable[[Memory, Mapping[str, Any]], Any]] = {
+    "memory_search": _search,
+    "memory_get": _get,
+    "memory_write": _write,
+    "memory_forget": _forget,
+    "memory_status": _status,
+}
+
+
+class _Bad(Exception):
+    """A bad argument, said back to the model."""
+
+
+def _int(value: Any, name: str, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise _Bad(f"{name} must be a whole number from {low} to {high}")
+    return value
+
+
+def call(memory: Memory, name: str, arguments: Mapping[str, Any] | None) -> Any:
+    """Run tool ``name``; its result as data. Raises ``MemstrataError`` or
+    ``ValueError`` for a refusal or a bad argument."""
+    handler = _HANDLERS.get(name)
+    if handler is None:
+        raise ValueError(f"unknown tool {name!r}; known: {', '.join(_HANDLERS)}")
+    if arguments is not None and not isinstance(arguments, Mapping):
+        raise ValueError("arguments must be an object")
+    try:
+        return handler(memory, arguments or {})
+    except _Bad as exc:
+        raise ValueError(str(exc)) from None
+
+
+def dispatch(memory: Memory, name: str, arguments: Mapping[str, Any] | str | None) -> str:
+    """Run tool ``name`` with ``arguments`` (a mapping or a JSON string); the
+    result as text: JSON, or ``Error: …``."""
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments) if arguments.strip() else {}
+        except ValueError:
+            return "Error: the arguments are not valid JSON"
+    try:
+        result = call(memory, name, arguments)
+    except (MemstrataError, ValueError) as exc:
+        return f"Error: {exc}"
+    return json.dumps(result, ensure_ascii=False)
