@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -97,3 +98,142 @@ def test_tool_schemas_and_dispatch(tmp_path: Path) -> None:
         assert dispatch(memory, "memory_forget", {"id": written["id"]}).startswith("Error:")
         status = json.loads(dispatch(memory, "memory_status", None))
         assert status["items"] == 0 and "index" in status
+
+
+# -- streamable HTTP ----------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _start_http(ws: Path, port: int, *extra: str) -> subprocess.Popen[bytes]:
+    import socket
+    import time
+
+    command = [
+        sys.executable,
+        "-c",
+        "from memstrata.cli import main; main()",
+        "mcp",
+        "--http",
+        "--port",
+        str(port),
+        "-w",
+        str(ws),
+        *extra,
+    ]
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return proc
+        if proc.poll() is not None:
+            _, err = proc.communicate()
+            raise AssertionError(err.decode())
+        time.sleep(0.1)
+    proc.kill()
+    proc.communicate()
+    raise AssertionError("the HTTP server did not start")
+
+
+async def _writer(url: str, client_number: int, count: int, headers: dict[str, str]) -> int:
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    done = 0
+    async with (
+        create_mcp_http_client(headers=headers) as http,
+        streamable_http_client(url, http_client=http) as (read, write, *_),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        for n in range(count):
+            result = await session.call_tool(
+                "memory_write", {"text": f"client {client_number} wrote note {n}"}
+            )
+            assert not _text(result).startswith("Error"), _text(result)
+            done += 1
+    return done
+
+
+def test_eight_http_clients_times_200_writes_are_all_there_after_restart(tmp_path: Path) -> None:
+    import anyio
+
+    ws = tmp_path / "ws"
+    with Memory.open(ws, embedder="none"):
+        pass
+    port = _free_port()
+    proc = _start_http(ws, port)
+    url = f"http://127.0.0.1:{port}/mcp"
+    counts: list[int] = []
+    try:
+
+        async def run_all() -> None:
+            async with anyio.create_task_group() as group:
+                for client_number in range(8):
+
+                    async def one(number: int = client_number) -> None:
+                        counts.append(await _writer(url, number, 200, {}))
+
+                    group.start_soon(one)
+
+        anyio.run(run_all)
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=30)
+    assert counts == [200] * 8
+    with Memory.open(ws, embedder="none") as memory:
+        texts = {item.text for item in memory.list()}
+    expected = {f"client {c} wrote note {n}" for c in range(8) for n in range(200)}
+    assert expected <= texts and len(texts) == 1600
+
+
+def test_http_beyond_loopback_needs_a_token_and_checks_it(tmp_path: Path) -> None:
+    import httpx2
+
+    ws = tmp_path / "ws"
+    with Memory.open(ws, embedder="none"):
+        pass
+    refused = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from memstrata.cli import main; main()",
+            "mcp",
+            "--http",
+            "--host",
+            "0.0.0.0",
+            "-w",
+            str(ws),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={k: v for k, v in __import__("os").environ.items() if k != "MEMSTRATA_MCP_TOKEN"},
+        check=False,
+    )
+    assert refused.returncode == 1 and "bearer token" in refused.stderr
+    port = _free_port()
+    proc = _start_http(ws, port, "--token", "s3cret-token")
+    try:
+        bare = httpx2.post(f"http://127.0.0.1:{port}/mcp", json={})
+        assert bare.status_code == 401
+        import anyio
+
+        done = anyio.run(
+            _writer,
+            f"http://127.0.0.1:{port}/mcp",
+            0,
+            1,
+            {"Authorization": "Bearer s3cret-token"},
+        )
+        assert done == 1
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=30)
