@@ -237,3 +237,38 @@ def test_http_beyond_loopback_needs_a_token_and_checks_it(tmp_path: Path) -> Non
     finally:
         proc.terminate()
         proc.communicate(timeout=30)
+
+
+async def _group_run(root: Path) -> list[str]:
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-c", "from memstrata.cli import main; main()", "mcp", "-w", str(root), "-g", "a"],
+        env={"MEMSTRATA_HOME": str(root)},
+    )
+    out = []
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        for arguments in (
+            {"query": "vault", "group": "b"},
+            {"query": "vault"},
+            {"query": "office hours"},
+        ):
+            out.append(_text(await session.call_tool("memory_search", arguments)))
+    return out
+
+
+def test_a_group_server_reads_its_own_and_global_memory_only(tmp_path: Path) -> None:
+    import anyio
+
+    root = tmp_path / "root"
+    for group, text in (("b", "The vault code is 4242"), ("global", "Office hours are 9 to 5")):
+        with Memory.open(root, group, embedder="none") as memory:
+            memory.remember(text)
+    with Memory.open(root, "a", embedder="none"):
+        pass
+    for group in ("a", "b", "global"):
+        (root / "groups" / group / "memstrata.toml").write_text('[memory]\nembedder = "none"\n')
+    other, own, shared = anyio.run(_group_run, root)
+    assert other.startswith("Error: group 'a' may not read group 'b'")
+    assert "4242" not in own
+    assert json.loads(shared)[0]["group"] == "global"

@@ -219,11 +219,27 @@ def context(
     default=None,
     help="Bearer token clients must send (needed to bind beyond loopback).",
 )
+@click.option(
+    "--main-group",
+    envvar="MEMSTRATA_MAIN_GROUP",
+    default="main",
+    show_default=True,
+    help="With --group: the group that may name any other group.",
+)
 def mcp(
-    workspace: str | None, group: str | None, http: bool, host: str, port: int, token: str | None
+    workspace: str | None,
+    group: str | None,
+    http: bool,
+    host: str,
+    port: int,
+    token: str | None,
+    main_group: str,
 ) -> None:
-    """Serve the memory tools over MCP (stdio; --http for streamable HTTP)."""
+    """Serve the memory tools over MCP (stdio; --http for streamable HTTP).
+
+    With --group, the server acts for that group: its own memory, global
+    memory to read, and no other group unless it is the main group."""
     from .mcp_server import serve
 
     with open_memory(workspace, group) as memory:
-        serve(memory, http=http, host=host, port=port, token=token)
+        serve(memory, http=http, host=host, port=port, token=token, main_group=main_group)

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .errors import BackendUnavailable, InvalidInput
 from .memory import Memory
-from .tools import TOOLS, dispatch
+from .tools import TOOLS, GroupTools, dispatch
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -41,8 +42,17 @@ def _sdk() -> Any:
     return MCPServer
 
 
-def build_server(memory: Memory) -> Any:
-    """An ``MCPServer`` whose tools and resources act on ``memory``."""
+Run = Callable[[str, dict[str, Any]], str]  # (tool, arguments) -> result text
+
+
+def build_server(memory: Memory, run: Run | None = None) -> Any:
+    """An ``MCPServer`` whose tools and resources act on ``memory`` (through
+    ``run`` when given: a group-aware dispatch)."""
+    if run is None:
+
+        def run(name: str, arguments: dict[str, Any]) -> str:
+            return dispatch(memory, name, arguments)
+
     server = _sdk()(
         name="memstrata",
         instructions=(
@@ -53,36 +63,44 @@ def build_server(memory: Memory) -> Any:
 
     @server.tool(name="memory_search", description=TOOLS["memory_search"]["description"])
     def memory_search(
-        query: str, k: int = 8, layer: str | None = None, session: str | None = None
+        query: str,
+        k: int = 8,
+        layer: str | None = None,
+        session: str | None = None,
+        group: str | None = None,
     ) -> str:
         arguments: dict[str, Any] = {"query": query, "k": k}
-        if layer is not None:
-            arguments["layer"] = layer
-        if session is not None:
-            arguments["session"] = session
-        return dispatch(memory, "memory_search", arguments)
+        for key, value in (("layer", layer), ("session", session), ("group", group)):
+            if value is not None:
+                arguments[key] = value
+        return run("memory_search", arguments)
 
     @server.tool(name="memory_get", description=TOOLS["memory_get"]["description"])
-    def memory_get(path: str, from_line: int = 1, lines: int = 400) -> str:
-        return dispatch(
-            memory, "memory_get", {"path": path, "from_line": from_line, "lines": lines}
-        )
+    def memory_get(
+        path: str, from_line: int = 1, lines: int = 400, group: str | None = None
+    ) -> str:
+        arguments = {"path": path, "from_line": from_line, "lines": lines}
+        return run("memory_get", _with_group(arguments, group))
 
     @server.tool(name="memory_write", description=TOOLS["memory_write"]["description"])
-    def memory_write(text: str, category: str | None = None) -> str:
-        return dispatch(memory, "memory_write", {"text": text, "category": category})
+    def memory_write(text: str, category: str | None = None, group: str | None = None) -> str:
+        return run("memory_write", _with_group({"text": text, "category": category}, group))
 
     @server.tool(name="memory_forget", description=TOOLS["memory_forget"]["description"])
-    def memory_forget(id: str) -> str:  # noqa: A002 - the tool's argument name
-        return dispatch(memory, "memory_forget", {"id": id})
+    def memory_forget(id: str, group: str | None = None) -> str:  # noqa: A002 - its name
+        return run("memory_forget", _with_group({"id": id}, group))
 
     @server.tool(name="memory_status", description=TOOLS["memory_status"]["description"])
-    def memory_status() -> str:
-        return dispatch(memory, "memory_status", {})
+    def memory_status(group: str | None = None) -> str:
+        return run("memory_status", _with_group({}, group))
 
     for file in CORE_FILES:
         _core_resource(server, memory, file)
     return server
+
+
+def _with_group(arguments: dict[str, Any], group: str | None) -> dict[str, Any]:
+    return arguments if group is None else {**arguments, "group": group}
 
 
 def _core_resource(server: MCPServer[Any], memory: Memory, file: str) -> None:
@@ -107,9 +125,23 @@ def serve(
     host: str = "127.0.0.1",
     port: int = 8765,
     token: str | None = None,
+    main_group: str = "main",
 ) -> None:
-    """Serve ``memory`` until the process ends (stdio, or HTTP when ``http``)."""
-    server = build_server(memory)
+    """Serve ``memory`` until the process ends (stdio, or HTTP when ``http``).
+
+    A memory opened for a group serves that group as the caller, under the
+    rules of ``access.Groups`` (``main_group`` may name any group; the others
+    their own and ``global``)."""
+    run: Run | None = None
+    if memory.workspace.group is not None:
+        group_tools = GroupTools(memory.workspace.root, main_group)
+        group_tools.adopt(memory)
+        caller = memory.workspace.group
+
+        def run(name: str, arguments: dict[str, Any]) -> str:
+            return group_tools.dispatch(name, arguments, group=caller)
+
+    server = build_server(memory, run)
     if not http:
         server.run("stdio")
         return

@@ -14,19 +14,27 @@
 ``dispatch(memory, name, arguments)`` runs one call and returns its result as
 text, as models expect: JSON for results, ``Error: …`` for a refusal or a bad
 argument (never a traceback, never content from outside the workspace).
+
+``GroupTools(root, main)`` serves callers in groups (seed 001): every call
+names the caller's group; an optional ``group`` argument names another
+group, which the rules of ``access.Groups`` allow or refuse (a refusal is an
+``Error: …`` saying why, never an empty result). A non-main group's search
+also looks in ``global`` (which it may read), each hit saying its group.
 """
 
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
-from .access import resolve
+from .access import GLOBAL, Groups, resolve
 from .errors import MemstrataError
 from .memory import Memory
 
-__all__ = ["TOOLS", "anthropic_tools", "dispatch", "openai_tools"]
+__all__ = ["TOOLS", "GroupTools", "anthropic_tools", "dispatch", "openai_tools"]
 
 MAX_LINES = 400
 
@@ -98,6 +106,14 @@ TOOLS: dict[str, dict[str, Any]] = {
         "parameters": {"type": "object", "properties": {}},
     },
 }
+
+
+_GROUP = {
+    "type": "string",
+    "description": "another group's memory (the main group only; 'global' for shared memory)",
+}
+for _spec in TOOLS.values():
+    _spec["parameters"]["properties"]["group"] = _GROUP
 
 
 def openai_tools() -> list[dict[str, Any]]:
@@ -234,3 +250,65 @@ def dispatch(memory: Memory, name: str, arguments: Mapping[str, Any] | str | Non
     except (MemstrataError, ValueError) as exc:
         return f"Error: {exc}"
     return json.dumps(result, ensure_ascii=False)
+
+
+_WRITES = frozenset({"memory_write", "memory_forget"})
+
+
+class GroupTools:
+    """The memory tools for callers in groups under one root (see the module)."""
+
+    def __init__(self, root: Path, main: str, **settings: Any) -> None:
+        self.groups = Groups(root, main)
+        self._settings = settings
+        self._open: dict[str, Memory] = {}
+        self._lock = threading.Lock()
+
+    def adopt(self, memory: Memory) -> None:
+        """Use the already open ``memory`` for its group (a server's own)."""
+        if memory.workspace.group is None:
+            raise ValueError("only a group's memory can be adopted")
+        with self._lock:
+            self._open[memory.workspace.group] = memory
+            self._settings = {"embedder": memory.settings.embedder}
+
+    def memory(self, group: str) -> Memory:
+        """The open memory of ``group`` (opened on first use; no rules applied here)."""
+        with self._lock:
+            found = self._open.get(group)
+            if found is None:
+                found = self._open[group] = Memory.open(self.groups.root, group, **self._settings)
+            return found
+
+    def dispatch(self, name: str, arguments: Mapping[str, Any] | str | None, *, group: str) -> str:
+        """Run tool ``name`` for a caller in ``group``; the result as text."""
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments) if arguments.strip() else {}
+            except ValueError:
+                return "Error: the arguments are not valid JSON"
+        if arguments is not None and not isinstance(arguments, Mapping):
+            return "Error: arguments must be an object"
+        given = dict(arguments or {})
+        target = given.pop("group", None)
+        if target is not None and not isinstance(target, str):
+            return "Error: group must be a string"
+        try:
+            acting = self.groups.check(group, target, write=name in _WRITES)
+            result = call(self.memory(acting), name, given)
+            if name == "memory_search" and target is None and acting != GLOBAL:
+                result = [{**hit, "group": acting} for hit in result]
+                if (self.groups.root / "groups" / GLOBAL).is_dir():
+                    shared = call(self.memory(GLOBAL), name, given)
+                    result += [{**hit, "group": GLOBAL} for hit in shared]
+                    result.sort(key=lambda hit: -hit["score"])
+                    result = result[: given.get("k", 8)]
+        except (MemstrataError, ValueError) as exc:
+            return f"Error: {exc}"
+        return json.dumps(result, ensure_ascii=False)
+
+    def close(self) -> None:
+        with self._lock:
+            for memory in self._open.values():
+                memory.close()
+            self._open.clear()
