@@ -73,6 +73,8 @@ class Prompting(Searching):
     """Context building for the prompt, and session summaries."""
 
     _file_cache: dict[Path, tuple[tuple[int, int], object]] | None = None
+    _gate: FactGate | None = None
+    _summary_counts: dict[str, int] | None = None
     _facts_cache: tuple[tuple[int, int, int], list[tuple[str, str]]] | None = None
 
     def build_context(
@@ -148,7 +150,7 @@ class Prompting(Searching):
     # -- RAM caches ------------------------------------------------------------------
 
     def _fact_gate(self) -> FactGate:
-        gate: FactGate | None = getattr(self, "_gate", None)
+        gate = self._gate
         if gate is None:
             gate = self._gate = FactGate()
         self._refresh()
@@ -306,11 +308,9 @@ class Prompting(Searching):
 
     @property
     def _summary_tokens(self) -> dict[str, int]:
-        found: dict[str, int] | None = getattr(self, "_summary_counts", None)
-        if found is None:
-            found = {}
-            self._summary_counts = found
-        return found
+        if self._summary_counts is None:
+            self._summary_counts = {}
+        return self._summary_counts
 
     def _after_turn(self, turn: history.Turn) -> None:
         limit = self.settings.session_summary_tokens
