@@ -358,3 +358,15 @@ def test_gate_takes_the_prompt_tail_and_keeps_to_the_budget(ws: Path) -> None:
         assert memory.gate(noisy, budget_tokens=0) == []
         with pytest.raises(InvalidInput, match="budget_tokens"):
             memory.gate(noisy, budget_tokens="20")  # type: ignore[arg-type]
+
+
+def test_the_answer_type_of_a_question_raises_chunks_that_can_answer_it(ws: Path) -> None:
+    with Memory.open(ws, embedder="none") as memory:
+        memory.remember("Aziz went to the pottery class with friends")
+        memory.remember("Aziz went to the pottery class last Saturday")
+        [first] = memory.search("When did Aziz go to the pottery class?", k=1)
+        assert first.text == "Aziz went to the pottery class last Saturday"
+        plain = memory.search(
+            "When did Aziz go to the pottery class?", k=2, weights=Weights(when=0.0)
+        )
+        assert plain[0].score == pytest.approx(plain[1].score, rel=0.2)

@@ -19,6 +19,7 @@ With no embedder it is BM25 alone (step 1 has one list), and the caller says so.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -36,6 +37,22 @@ if TYPE_CHECKING:
 __all__ = ["Filters", "Hit", "Vectors", "Weights", "hybrid"]
 
 RRF_K = 60
+_HOW_MANY = re.compile(r"^\s*how (?:many|much|often|long)\b", re.I)
+_WHERE = re.compile(r"^\s*where\b", re.I)
+_WHO = re.compile(r"^\s*(?:who|whom|whose)\b", re.I)
+_NAME = re.compile(r"(?<=[a-z,] )[A-Z][a-z]+")
+_NUMBER = re.compile(
+    r"\b(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten|twice|once|dozen|few|several)\b",
+    re.I,
+)
+_PLACE = re.compile(r"\b(?:in|at|to|from|near)\s+(?:the\s+)?[A-Z][a-z]+")
+_WHEN_QUERY = re.compile(r"^\s*when\b|\bwhat (?:day|date|month|year|time)\b|\bhow long ago\b", re.I)
+_TIME_WORDS = re.compile(
+    r"\b(?:yesterday|today|tonight|tomorrow|last|next|ago|this (?:week|month|year|weekend|morning)"
+    r"|weekend|monday|tuesday|wednesday|thursday|friday|saturday|sunday|january|february|march"
+    r"|april|may|june|july|august|september|october|november|december|\d{4}|recently|soon)\b",
+    re.I,
+)
 SNIPPET_CHARS = 240
 SOURCE_WEIGHT = {"user": 1.0, "import": 1.0, "agent": 0.9, "tool": 0.8}
 # Raw logs (what was said, superseded facts included) weigh a little less than
@@ -70,6 +87,10 @@ class Weights:
     # Diversity (MMR-like, by session): the n-th hit from one session counts
     # (1 - diversity) ** n of its score, so the top k spread over sessions.
     diversity: float = 0.0
+    # Answer type: a "when …?" query raises chunks that say when something
+    # happened ("yesterday", "last week", a date); "how many/much" ones with a
+    # number; "where" ones naming a place ("in Paris", "at the park").
+    when: float = 0.6
 
     def __post_init__(self) -> None:
         if self.fusion not in ("minmax", "rrf"):
@@ -273,6 +294,7 @@ def hybrid(
         fused = _in_context(index, fused, filters, weights)
     named = set(query_terms(query)) if weights.speaker else set()
     mentions = dates_in(query) if weights.date else []
+    answer = _answer_type(query) if weights.when else None
     scored = []
     for cid, score in fused.items():
         if score <= 0:
@@ -281,6 +303,8 @@ def hybrid(
         score *= SOURCE_WEIGHT.get(chunk.source, 1.0) * LAYER_WEIGHT.get(chunk.layer, 1.0)
         if named and chunk.layer == "transcripts" and chunk.title.lower() in named:
             score *= 1.0 + weights.speaker
+        if answer is not None and answer.search(chunk.text):
+            score *= 1.0 + weights.when
         if mentions and chunk.created_at is not None:
             closeness = max(m.matches(chunk.created_at.date()) for m in mentions)
             score *= 1.0 + weights.date * closeness / 2
@@ -317,6 +341,19 @@ def _diversify(
         if session:
             picks[session] = count + 1
     return out
+
+
+def _answer_type(query: str) -> re.Pattern[str] | None:
+    """What a chunk that answers ``query`` is likely to hold, by its question word."""
+    if _WHEN_QUERY.search(query):
+        return _TIME_WORDS
+    if _HOW_MANY.search(query):
+        return _NUMBER
+    if _WHERE.search(query):
+        return _PLACE
+    if _WHO.search(query):
+        return _NAME
+    return None
 
 
 def _in_context(
