@@ -16,15 +16,9 @@ from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 
 from memstrata import Memory  # noqa: E402
 from memstrata.tools import anthropic_tools, dispatch, openai_tools  # noqa: E402
+from test_access import ISSUE_ATTACKS  # noqa: E402
 
-HOSTILE = [
-    "../../etc/passwd",
-    "/etc/passwd",
-    "memory/../../../etc/hostname",
-    "..\\..\\x",
-    "MEMORY.md/../../secret",
-    "memory/%2e%2e/%2e%2e/etc/passwd",
-]
+HOSTILE = ISSUE_ATTACKS  # the issue's list of paths that must be refused
 
 
 def _text(result: object) -> str:
