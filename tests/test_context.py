@@ -304,3 +304,16 @@ def test_the_gate_finds_a_rare_word_among_many_facts_that_share_the_common_ones(
     gate.sync(items, generation=1, changes=[])
     assert gate.top("team billing flamingo", 3)[0] == "m00001000"
     assert len(gate.top("team billing report", 10)) == 10  # common words still answer
+
+
+def test_the_fact_gate_is_rebuilt_when_most_of_it_is_dead(ws: Path) -> None:
+    with Memory.open(ws, embedder="none") as memory:
+        keep = memory.remember("The kiln is in building 7")
+        built = memory._fact_gate()  # noqa: SLF001 - built before the churn
+        for n in range(1200):
+            note = memory.remember(f"temporary note {n}", sync=False)
+            memory._fact_gate()  # noqa: SLF001 - the gate takes the note in
+            memory.forget(note.id)
+        gate = memory._fact_gate()  # noqa: SLF001 - the gate's own state
+        assert gate is built and gate.top("kiln building", 3) == [keep.id]
+        assert len(gate._ids) < 1100  # noqa: SLF001 - dead docs were dropped

@@ -78,6 +78,9 @@ class FactGate:
             if changed is not None and changed.is_live:
                 self._add(changed)
         self._seen = len(changes)
+        if len(self._ids) > 2 * self._live + 1000:  # mostly dead docs: build it again
+            self._generation = -1
+            self.sync(items, generation, changes)
 
     def _add(self, item: Item) -> None:
         doc = len(self._ids)
