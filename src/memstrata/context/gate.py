@@ -4,7 +4,8 @@ context needs no query embedding and no index file.
 * It mirrors the store's live facts: built once, then kept up to date from
   the engine's change log of item ids (``Engine.fact_changes``), so a write
   costs the gate only the facts it touched; a reset of the store (a reload
-  from the files) rebuilds it.
+  from the files) rebuilds it, and so does a gate whose dead facts (forgotten
+  or superseded) outnumber the live ones twice over.
 * Terms are those of ``index.text.query_terms`` (Uzbek apostrophe letters,
   CJK bigrams, function words dropped) with English plural/tense endings
   folded (``ports``/``port``, ``used``/``use``), the same for facts and
