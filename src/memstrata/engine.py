@@ -70,6 +70,11 @@ WriteHook = Callable[[WriteEvent], None]
 _OPEN: weakref.WeakSet[Engine] = weakref.WeakSet()
 
 
+# Ids kept in the change log of long-term items before it is started again (a
+# new generation: its readers then compare the whole store once).
+FACT_LOG_LIMIT = 100_000
+
+
 class Engine:
     """RAM state, journal and checkpoints of one workspace."""
 
@@ -299,6 +304,9 @@ class Engine:
             self.fact_changes.extend(str(item.get("id")) for item in record.data["items"])
         elif record.op == OP_DELETE:
             self.fact_changes.extend(str(item_id) for item_id in record.data["ids"])
+        if len(self.fact_changes) > FACT_LOG_LIMIT:  # bounded: readers start over instead
+            self.fact_generation += 1
+            self.fact_changes = []
 
     def _catch_up(self, *, repair: bool) -> None:
         """Apply what other processes appended; ``repair`` only with the lock held."""

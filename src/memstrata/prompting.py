@@ -22,9 +22,10 @@ at the next call). No file is read while it is unchanged.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar, cast
 
 from . import history
 from .capture.session_state import StateEntry, parse_state
@@ -42,6 +43,8 @@ from .store.longterm import OP_PUT
 from .workspace import session_stem
 
 __all__ = ["Prompting", "SessionSummary"]
+
+_T = TypeVar("_T")
 
 RECENT_TURNS = 20
 LESSONS = 5
@@ -108,13 +111,13 @@ class Prompting(Searching):
         state_lines = [
             f"- {entry.category}: {entry.text}" for entry in self._cached_state(state_path)
         ]
-        facts = self._live_facts()
+        gate = self._fact_gate()  # also picks up other processes' writes
 
         def gated(limit: int) -> Iterator[tuple[str, str]]:
             """The facts relevant to the prompt, best first; then the newest others."""
             by_id = self._items_by_id()
             seen = set()
-            for item_id in self._fact_gate().top(prompt, min(limit, 60)):
+            for item_id in gate.top(prompt, min(limit, 60)):
                 item = by_id.get(item_id)
                 if item is not None and item.is_live:
                     seen.add(item.id)
@@ -126,7 +129,6 @@ class Prompting(Searching):
                 if item.id not in seen:
                     yield category_title(item.category), f"- {item.text}"
 
-        self._refresh()
         with self._state:
             lessons = [f"- {lesson.text}" for lesson in self._lessons.top(LESSONS)]
         recent = None
@@ -141,7 +143,8 @@ class Prompting(Searching):
             core=core,
             working=("working/WORKING_MEMORY.md", working_text) if working_text else None,
             state=(state_path.relative_to(root).as_posix(), state_lines) if state_lines else None,
-            facts=facts,
+            facts=gate.live,
+            whole=self._live_facts,
             gated=gated,
             lessons=lessons,
             recent=recent,
@@ -163,7 +166,7 @@ class Prompting(Searching):
             return self._store.items
 
     def _live_facts(self) -> builtins.list[tuple[str, str]]:
-        self._refresh()
+        """Every live fact as (heading, line), rendered once per change of the store."""
         with self._state:
             store = self._store
             version = (id(store.items), store.lsn, len(store.items))
@@ -174,7 +177,8 @@ class Prompting(Searching):
         self._facts_cache = (version, facts)
         return facts
 
-    def _cached(self, path: Path, load: object) -> object:
+    def _cached(self, path: Path, load: Callable[[Path], _T]) -> _T | None:
+        """``load(path)``, kept until the file's size or mtime change (None: no file)."""
         cache = self._file_cache
         if cache is None:
             cache = self._file_cache = {}
@@ -186,28 +190,22 @@ class Prompting(Searching):
         key = (info.st_size, info.st_mtime_ns)
         hit = cache.get(path)
         if hit is not None and hit[0] == key:
-            return hit[1]
-        assert callable(load)
+            return cast(_T, hit[1])
         value = load(path)
         cache[path] = (key, value)
         return value
 
     def _cached_text(self, path: Path) -> str:
-        value = self._cached(path, lambda p: p.read_text(encoding="utf-8", errors="replace"))
-        return value if isinstance(value, str) else ""
+        return self._cached(path, _read) or ""
 
     def _cached_state(self, path: Path) -> builtins.list[StateEntry]:
-        value = self._cached(
-            path, lambda p: parse_state(p.read_text(encoding="utf-8", errors="replace"))
-        )
-        return value if isinstance(value, list) else []
+        return self._cached(path, lambda p: parse_state(_read(p))) or []
 
     def _cached_recent(self, path: Path) -> builtins.list[str]:
         def load(_: Path) -> builtins.list[str]:
             return history.conversation_lines(history.turns_since_summary(path)[-RECENT_TURNS:])
 
-        value = self._cached(path, load)
-        return value if isinstance(value, list) else []
+        return self._cached(path, load) or []
 
     # -- the live window ---------------------------------------------------------------
 
@@ -328,6 +326,10 @@ class Prompting(Searching):
             except BackendUnavailable as exc:
                 self._notice(f"session {turn.session}: the automatic summary failed: {exc}")
                 counts[turn.session] = 0
+
+
+def _read(path: Path) -> str:
+    return path.read_text(encoding="utf-8", errors="replace")
 
 
 def _tokens(turn: history.Turn) -> int:

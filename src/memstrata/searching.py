@@ -8,8 +8,10 @@ on top of ``index`` (the derived index) and ``Engine`` (store and hooks).
   those changed, at the first search after open and then at most every
   ``RESCAN_SECONDS`` (so hand edits and other processes' writes are found);
   an append-only file that only grew (transcripts, daily notes) has only its
-  new lines chunked. Long-term facts come from the RAM store, compared by
-  identity, so a hand edit of MEMORY.md taken in at open is searchable.
+  new lines chunked. Long-term facts come from the RAM store: those the
+  engine's change log names since the last sync (the whole store is compared
+  only at the first sync), so a hand edit of MEMORY.md taken in at open is
+  searchable and a write costs the index only the facts it touched.
 * **Embeddings** are computed in batches for chunks that have none, before
   the search that needs them. If the embedder cannot load, search runs on
   BM25 alone and says so: a warning in the log (once), a notice in
@@ -37,7 +39,7 @@ from .index.chunks import Chunk, chunk_file, fact_chunks, layer_of, memory_md_li
 from .index.chunks import searchable_files as list_searchable
 from .index.search import Filters, Hit, Vectors, Weights, hybrid
 from .index.sqlite import FileState, Index
-from .model import Item, WriteEvent, now
+from .model import WriteEvent, now
 
 if TYPE_CHECKING:
     import numpy as np
@@ -147,8 +149,7 @@ class Searching(Engine):
         with state.lock:
             if full:
                 state.index.drop()
-                state.facts.clear()
-                state.facts_key = None
+                state.facts_generation = None  # compare the whole store again
             state.last_scan = 0.0
             return self._sync(state, progress=progress)
 
@@ -282,9 +283,13 @@ class Searching(Engine):
         except FileNotFoundError:
             index.replace(relative, [], None)
             return True
-        digest = hashlib.sha256(data).hexdigest()
-        fresh = FileState(len(data), info.st_mtime_ns, digest)
         known = index.files.get(relative)
+        # one pass: the hash of what was indexed before, then of the whole file
+        hashing = hashlib.sha256(data[: known.size] if known is not None else b"")
+        before = hashing.hexdigest()
+        hashing.update(data[known.size :] if known is not None else data)
+        digest = hashing.hexdigest()
+        fresh = FileState(len(data), info.st_mtime_ns, digest)
         if known is not None and known.sha256 == digest:
             index.replace(relative, [], fresh, append=True)
             return False
@@ -294,7 +299,7 @@ class Searching(Engine):
             and layer in _APPEND_ONLY
             and len(data) > known.size
             and data[known.size - 1 : known.size] == b"\n"
-            and hashlib.sha256(data[: known.size]).hexdigest() == known.sha256
+            and before == known.sha256
         ):
             offset = data[: known.size].count(b"\n")
             tail = chunk_file(relative, data[known.size :])
@@ -310,34 +315,29 @@ class Searching(Engine):
         return True
 
     def _sync_facts(self, state: _SearchState) -> None:
-        """Long-term items changed since the last sync, compared by identity."""
+        """Long-term items changed since the last sync, from the engine's change
+        log of item ids; the whole store is compared with the index only at the
+        first sync and after the store (or its log) was started again."""
         with self._state:
-            store = self._store
-            version = (id(store.items), store.lsn, len(store.items))
-            if version == state.facts_key:
-                return  # the store has not changed since the last sync
-            items = dict(store.items)
-        state.facts_key = version
-        if not state.facts and not state.facts_loaded:
-            state.facts_loaded = True
-            by_ref = {c.ref: c for c in state.index.chunks.values() if c.path == "MEMORY.md"}
-            for item_id, item in items.items():
-                chunk = by_ref.get(item_id)
-                if chunk is not None and (chunk.text, chunk.live) == (item.text, item.is_live):
-                    state.facts[item_id] = item
-            stale = {c.ref for c in by_ref.values() if c.ref and c.ref not in state.facts}
-            if stale:
-                state.index.replace_refs("MEMORY.md", stale, [])
-        changed = [item for key, item in items.items() if state.facts.get(key) is not item]
-        gone = [key for key in state.facts if key not in items]
-        if not changed and not gone:
-            return
-        refs = [item.id for item in changed] + gone
-        state.index.replace_refs("MEMORY.md", refs, fact_chunks(changed, {}))
-        for key in gone:
-            del state.facts[key]
-        for item in changed:
-            state.facts[item.id] = item
+            items = self._store.items
+            generation, changes = self.fact_generation, self.fact_changes
+            if state.facts_generation != generation:
+                indexed = {c.ref: c for c in state.index.path_chunks("MEMORY.md") if c.ref}
+                changed = [
+                    item
+                    for key, item in items.items()
+                    if (chunk := indexed.get(key)) is None
+                    or (chunk.text, chunk.title, chunk.live)
+                    != (item.text, item.category, item.is_live)
+                ]
+                refs = [item.id for item in changed] + [r for r in indexed if r not in items]
+            else:
+                touched = dict.fromkeys(changes[state.facts_seen :])
+                changed = [items[key] for key in touched if key in items]
+                refs = list(touched)
+            state.facts_generation, state.facts_seen = generation, len(changes)
+        if refs:
+            state.index.replace_refs("MEMORY.md", refs, fact_chunks(changed, {}))
 
     def _line_of(self, state: _SearchState, chunk: Chunk) -> tuple[int, int]:
         if chunk.path != "MEMORY.md" or chunk.ref is None:
@@ -422,9 +422,8 @@ class _SearchState:
         self.dirty_lock = threading.Lock()
         self.dirty: set[str] = set()
         self.last_scan = 0.0
-        self.facts: dict[str, Item] = {}
-        self.facts_loaded = False
-        self.facts_key: tuple[int, int, int] | None = None
+        self.facts_generation: int | None = None  # of the engine's change log, when synced
+        self.facts_seen = 0  # place in that log
         self.vectors = Vectors()
         self.embedder: Embedder | None = None
         self.embedder_error: str | None = None

@@ -161,8 +161,8 @@ def _get(memory: Memory, args: Mapping[str, Any]) -> Any:
     if not isinstance(requested, str):
         raise _Bad("path must be a string")
     path = resolve(memory.workspace.path, requested, write=False)
-    if path == memory.workspace.memory_md.resolve() and memory.status().journal_records:
-        memory.flush()  # MEMORY.md as it stands in RAM: what was just written is in it
+    if path == memory.workspace.memory_md.resolve():
+        memory.flush()  # what was just written is in it (a no-op when nothing is pending)
     first = _int(args.get("from_line", 1), "from_line", 1, 10**9)
     count = _int(args.get("lines", MAX_LINES), "lines", 1, MAX_LINES)
     try:
@@ -237,16 +237,23 @@ def call(memory: Memory, name: str, arguments: Mapping[str, Any] | None) -> Any:
         raise ValueError(str(exc)) from None
 
 
-def dispatch(memory: Memory, name: str, arguments: Mapping[str, Any] | str | None) -> str:
-    """Run tool ``name`` with ``arguments`` (a mapping or a JSON string); the
-    result as text: JSON, or ``Error: …``."""
+def _arguments(arguments: Mapping[str, Any] | str | None) -> dict[str, Any]:
+    """Tool arguments as a dict, from a mapping or a JSON string (``ValueError``)."""
     if isinstance(arguments, str):
         try:
             arguments = json.loads(arguments) if arguments.strip() else {}
         except ValueError:
-            return "Error: the arguments are not valid JSON"
+            raise ValueError("the arguments are not valid JSON") from None
+    if arguments is not None and not isinstance(arguments, Mapping):
+        raise ValueError("arguments must be an object")
+    return dict(arguments or {})
+
+
+def dispatch(memory: Memory, name: str, arguments: Mapping[str, Any] | str | None) -> str:
+    """Run tool ``name`` with ``arguments`` (a mapping or a JSON string); the
+    result as text: JSON, or ``Error: …``."""
     try:
-        result = call(memory, name, arguments)
+        result = call(memory, name, _arguments(arguments))
     except (MemstrataError, ValueError) as exc:
         return f"Error: {exc}"
     return json.dumps(result, ensure_ascii=False)
@@ -282,18 +289,11 @@ class GroupTools:
 
     def dispatch(self, name: str, arguments: Mapping[str, Any] | str | None, *, group: str) -> str:
         """Run tool ``name`` for a caller in ``group``; the result as text."""
-        if isinstance(arguments, str):
-            try:
-                arguments = json.loads(arguments) if arguments.strip() else {}
-            except ValueError:
-                return "Error: the arguments are not valid JSON"
-        if arguments is not None and not isinstance(arguments, Mapping):
-            return "Error: arguments must be an object"
-        given = dict(arguments or {})
-        target = given.pop("group", None)
-        if target is not None and not isinstance(target, str):
-            return "Error: group must be a string"
         try:
+            given = _arguments(arguments)
+            target = given.pop("group", None)
+            if target is not None and not isinstance(target, str):
+                raise ValueError("group must be a string")
             acting = self.groups.check(group, target, write=name in _WRITES)
             result = call(self.memory(acting), name, given)
             if name == "memory_search" and target is None and acting != GLOBAL:

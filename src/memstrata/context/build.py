@@ -133,14 +133,16 @@ def assemble(
     core: Sequence[tuple[str, str]],
     working: tuple[str, str] | None,
     state: tuple[str, Sequence[str]] | None,
-    facts: Sequence[tuple[str, str]],
+    facts: int,
+    whole: Callable[[], Sequence[tuple[str, str]]],
     gated: Callable[[int], Iterable[tuple[str, str]]],
     lessons: Sequence[str],
     recent: tuple[str, Sequence[str]] | None,
 ) -> Context:
     """The context from its parts (see the module): ``core`` (path, text) pairs;
     ``working`` (path, text); ``state`` (path, entry lines, oldest first);
-    ``facts`` every live fact as (heading, line); ``gated(limit)`` the facts
+    ``facts`` how many live facts there are and ``whole()`` every one as
+    (heading, line), asked for only when they may fit; ``gated(limit)`` the facts
     most relevant to the prompt, best first; ``lessons`` lines, best first;
     ``recent`` (path, conversation lines, oldest first)."""
     sections: list[Section] = []
@@ -190,7 +192,7 @@ def assemble(
             recent_section = _section("Recent conversation", [recent[0]], "\n".join(kept), counter)
             left -= recent_section.tokens
 
-    long_term = _long_term(max(left, 0), counter, facts, gated)
+    long_term = _long_term(max(left, 0), counter, facts, whole, gated)
     if long_term is not None:
         sections.append(long_term)
     if lesson_section is not None:
@@ -204,20 +206,21 @@ def assemble(
 def _long_term(
     budget: int,
     counter: TokenCounter,
-    facts: Sequence[tuple[str, str]],
+    facts: int,
+    whole: Callable[[], Sequence[tuple[str, str]]],
     gated: Callable[[int], Iterable[tuple[str, str]]],
 ) -> Section | None:
     if not facts or budget <= 0:
         return None
-    if len(facts) * 2 <= budget:  # a fact line is at least 2 tokens: else it cannot fit
-        section = _section("Long-term memory", ["MEMORY.md"], _grouped(facts), counter)
+    if facts * 2 <= budget:  # a fact line is at least 2 tokens: else it cannot fit
+        section = _section("Long-term memory", ["MEMORY.md"], _grouped(whole()), counter)
         if section.tokens <= budget:
             return section
     # Not whole: the facts most relevant to the prompt, and a line that says so.
     note_room = 24
     chosen: list[tuple[str, str]] = []
     used = counter.count("## Long-term memory (MEMORY.md)\n") + note_room
-    for heading, line in gated(len(facts)):
+    for heading, line in gated(facts):
         if budget - used < 8:
             break  # full: no fact is that short
         cost = counter.count(line) + counter.count(heading) // 2 + 1
@@ -225,7 +228,7 @@ def _long_term(
             continue
         chosen.append((heading, line))
         used += cost
-    left_out = len(facts) - len(chosen)
+    left_out = facts - len(chosen)
     body = _grouped(chosen) if chosen else ""
     body += (
         f"\n({left_out} more fact(s) in MEMORY.md not shown: only those relevant to this "

@@ -63,6 +63,11 @@ class FactGate:
         self._live = 0
         self._total_length = 0
 
+    @property
+    def live(self) -> int:
+        """How many live facts the gate holds (the store's, once synced)."""
+        return self._live
+
     def sync(self, items: Mapping[str, Item], generation: int, changes: Sequence[str]) -> None:
         """Catch up with the store (``items``) from its change log."""
         if generation != self._generation:

@@ -89,8 +89,10 @@ class Index:
         self.vector_log: list[tuple[int, int]] = []
         self.unembedded: set[int] = set()  # chunk ids without a vector
         self.vector_model: str | None = None
-        self._by_path: dict[str, list[int]] = {}  # path -> chunk ids
-        self._position: dict[str, dict[int, int]] = {}  # path -> id -> place in line order
+        self._by_path: dict[str, dict[int, None]] = {}  # path -> its chunk ids (a set)
+        self._by_ref: dict[tuple[str, str], set[int]] = {}  # (path, ref) -> chunk ids
+        # path -> its chunk ids in line order, and each one's place there (a cache)
+        self._order: dict[str, tuple[list[int], dict[int, int]]] = {}
         self.rebuilt = False  # the file was missing, unreadable or from a newer schema
         self._db = self._connect()
 
@@ -142,8 +144,7 @@ class Index:
             "SELECT id, path, layer, line_start, line_end, text, title, session, created_at, "
             "source, ref, live FROM chunks"
         ):
-            self.chunks[row[0]] = _chunk(row)
-            self._by_path.setdefault(row[1], []).append(row[0])
+            self._mapped(row[0], _chunk(row))
         for path, size, mtime_ns, sha in db.execute(
             "SELECT path, size, mtime_ns, sha256 FROM files"
         ):
@@ -170,8 +171,7 @@ class Index:
             db.execute("BEGIN IMMEDIATE")
             try:
                 if not append:
-                    old = [cid for cid, chunk in self.chunks.items() if chunk.path == path]
-                    self._delete(old)
+                    self._delete(list(self._by_path.get(path, ())))
                 ids = self._insert(chunks)
                 if state is None:
                     db.execute("DELETE FROM files WHERE path = ?", (path,))
@@ -199,11 +199,7 @@ class Index:
             db = self._db
             db.execute("BEGIN IMMEDIATE")
             try:
-                old = [
-                    cid
-                    for cid, chunk in self.chunks.items()
-                    if chunk.path == path and chunk.ref in wanted
-                ]
+                old = [cid for ref in wanted for cid in self._by_ref.get((path, ref), ())]
                 self._delete(old)
                 ids = self._insert(chunks)
                 db.execute("COMMIT")
@@ -246,7 +242,8 @@ class Index:
             self.vector_log.append((0, 0))
             self.unembedded.clear()
             self._by_path.clear()
-            self._position.clear()
+            self._by_ref.clear()
+            self._order.clear()
             self.vector_model = None
 
     def _delete(self, ids: list[int]) -> None:
@@ -263,8 +260,10 @@ class Index:
             if self.vectors.pop(cid, None) is not None:
                 self.vector_log.append((-1, cid))
             if chunk is not None:
-                self._by_path.get(chunk.path, []).remove(cid)
-                self._position.pop(chunk.path, None)
+                self._by_path.get(chunk.path, {}).pop(cid, None)
+                if chunk.ref is not None:
+                    self._by_ref.get((chunk.path, chunk.ref), set()).discard(cid)
+                self._order.pop(chunk.path, None)
 
     def _insert(self, chunks: Sequence[Chunk]) -> list[int]:
         from .text import index_text
@@ -294,16 +293,23 @@ class Index:
             db.execute(
                 "INSERT INTO chunks_fts (rowid, body) VALUES (?, ?)", (cid, index_text(chunk.body))
             )
-            self.chunks[cid] = chunk
+            self._mapped(cid, chunk)
             self.unembedded.add(cid)
-            self._by_path.setdefault(chunk.path, []).append(cid)
-            self._position.pop(chunk.path, None)
             ids.append(cid)
         return ids
 
+    def _mapped(self, cid: int, chunk: Chunk) -> None:
+        """Put a chunk in the RAM mirror and its path and ref maps."""
+        self.chunks[cid] = chunk
+        self._by_path.setdefault(chunk.path, {})[cid] = None
+        if chunk.ref is not None:
+            self._by_ref.setdefault((chunk.path, chunk.ref), set()).add(cid)
+        self._order.pop(chunk.path, None)
+
     def _reload(self) -> None:
         self._by_path.clear()
-        self._position.clear()
+        self._by_ref.clear()
+        self._order.clear()
         self.chunks.clear()
         self.files.clear()
         self.vectors.clear()
@@ -325,18 +331,23 @@ class Index:
             ).fetchall()
         return [(rowid, -score) for rowid, score in rows]
 
+    def path_chunks(self, path: str) -> list[Chunk]:
+        """The chunks of ``path``, in the order they were indexed."""
+        return [self.chunks[cid] for cid in self._by_path.get(path, ())]
+
     def neighbours(self, cid: int, reach: int = 1) -> list[int]:
         """The chunks of the same file within ``reach`` places of ``cid`` in line
         order (the turns around a turn), without ``cid`` itself."""
         chunk = self.chunks.get(cid)
         if chunk is None:
             return []
-        places = self._position.get(chunk.path)
-        if places is None:
-            ids = self._by_path.get(chunk.path, [])
-            ids.sort(key=lambda key: (self.chunks[key].line_start, key))
-            places = self._position[chunk.path] = {key: n for n, key in enumerate(ids)}
-        ids = self._by_path[chunk.path]
+        order = self._order.get(chunk.path)
+        if order is None:
+            ids = sorted(
+                self._by_path[chunk.path], key=lambda key: (self.chunks[key].line_start, key)
+            )
+            order = self._order[chunk.path] = (ids, {key: n for n, key in enumerate(ids)})
+        ids, places = order
         here = places[cid]
         return [
             ids[n]
