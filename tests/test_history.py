@@ -398,3 +398,30 @@ def test_q15_turn_files_are_imported_with_nothing_lost_and_once(
     with Memory.open(ws) as memory:
         assert memory.status().notices == ()
     assert {p: p.read_bytes() for p in (ws / "sessions").glob("*.jsonl")} == files
+
+
+def test_a_transcript_known_good_is_not_read_again_at_open(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memstrata import history
+
+    with Memory.open(ws, embedder="none") as memory:
+        memory.record_turn(SESSION, user="first", assistant="one")
+    with Memory.open(ws, embedder="none") as memory:
+        memory.record_turn(SESSION, user="second", assistant="two")  # appended here: still good
+    read: list[Path] = []
+    real = history._upgrade_file  # noqa: SLF001
+
+    def counting(workspace: Workspace, path: Path, quarantine: object) -> list[str]:
+        read.append(path)
+        return real(workspace, path, quarantine)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(history, "_upgrade_file", counting)
+    with Memory.open(ws, embedder="none") as memory:
+        assert [t.text_of("user") for t in memory.turns(SESSION)] == ["first", "second"]
+    assert read == []
+    with open(transcript(ws), "ab") as handle:  # changed behind memstrata's back: read again
+        handle.write(b"{garbage\n")
+    with Memory.open(ws, embedder="none") as memory:
+        assert "quarantined 1 unreadable line(s)" in " ".join(memory.status().notices)
+    assert read == [transcript(ws)]

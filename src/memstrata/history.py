@@ -34,7 +34,9 @@ Invariants:
   rewritten atomically, after its original bytes were copied to
   ``.memstrata/backup/``; a q15 file is moved to the backup only after the
   transcript holding its turn is durable (its turn id keeps a second import
-  out). A second open changes nothing.
+  out). A second open changes nothing, and reads no transcript that is as
+  it was when this process (or the last one) knew it good: ``Transcripts``
+  keeps their sizes and mtimes in ``.memstrata/transcripts-verified.json``.
 """
 
 from __future__ import annotations
@@ -590,12 +592,24 @@ def _turn_or_none(record: Mapping[str, Any]) -> Turn | None:
 # -- upgrades and quarantine at open ---------------------------------------------
 
 
-def upgrade(workspace: Workspace, quarantine: Quarantine) -> list[str]:
+Verified = dict[str, tuple[int, int]]  # transcript path -> (size, mtime_ns) known good
+
+
+def upgrade(workspace: Workspace, quarantine: Quarantine, verified: Verified) -> list[str]:
     """Bring every transcript to version 2 and import q15 turn files; returns
-    what was done, one line each (nothing on a second run)."""
+    what was done, one line each (nothing on a second run).
+
+    A transcript whose size and mtime are those ``verified`` holds for it is
+    not read again; every file read is entered in ``verified`` as it now is."""
     notices: list[str] = []
     for path in transcript_files(workspace):
+        where = _relative(workspace, path)
+        info = path.stat()
+        if verified.get(where) == (info.st_size, info.st_mtime_ns):
+            continue
         notices += _upgrade_file(workspace, path, quarantine)
+        info = path.stat()
+        verified[where] = (info.st_size, info.st_mtime_ns)
     notices += _import_q15(workspace, quarantine)
     return notices
 

@@ -15,6 +15,7 @@ hooks, quarantine).
 from __future__ import annotations
 
 import builtins
+import contextlib
 import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -26,7 +27,7 @@ from .capture import notes
 from .capture.secrets import redact
 from .engine import Engine
 from .errors import InvalidInput, NotFound
-from .files import storage_errors
+from .files import atomic_write, storage_errors
 from .history import Compaction, SessionInfo, Turn
 from .model import Source, WriteEvent, aware, clean_session, now
 
@@ -37,6 +38,8 @@ class Transcripts(Engine):
     """Transcripts, audit logs, daily notes and session compaction."""
 
     _heads: dict[str, tuple[int, int, int, int]]  # session -> (seq, turns, size, mtime_ns)
+    _verified: history.Verified  # transcripts known good: path -> (size, mtime_ns)
+    _verified_dirty = False
 
     def record_turn(
         self,
@@ -78,9 +81,14 @@ class Transcripts(Engine):
                 tool_results=safe_results,
                 meta=_redacted(meta) if meta is not None else None,
             )
+            path = history.transcript_path(self.workspace, name)
+            where = path.relative_to(self.workspace.path).as_posix()
+            good = self._verified.get(where) == _stat_key(path)  # None == None: a new file
             transcript, _audit = history.append_turn(self.workspace, turn)
             self._remember_head(name, seq, count + 1, transcript)
-            where = transcript.relative_to(self.workspace.path).as_posix()
+            if good:  # a known-good file plus a turn written here: still good
+                self._verified[where] = self._heads[name][2:]
+                self._verified_dirty = True
             text = f"{turn.text_of('user')}\n{turn.text_of('assistant')}"
             events.append(WriteEvent("turn", "put", text, Source.USER, where, name, (turn.id,)))
             events.append(self._note(turn.text_of("user"), turn.text_of("assistant"), name, when))
@@ -172,10 +180,48 @@ class Transcripts(Engine):
         return [self.compact_transcript(info.session, keep=keep) for info in self.sessions()]
 
     def _upgrade_history(self) -> None:
-        """Version 1 transcripts and q15 turn files upgraded at open (lock held)."""
+        """Version 1 transcripts and q15 turn files upgraded at open (lock held);
+        transcripts known good since the last close are not read again."""
         self._heads = {}
-        for notice in history.upgrade(self.workspace, self._quarantine):
+        self._verified = _load_verified(self._verified_path())
+        before = dict(self._verified)
+        for notice in history.upgrade(self.workspace, self._quarantine, self._verified):
             self._notice(notice)
+        self._verified_dirty = self._verified != before
+        self._save_verified()
+
+    def close(self) -> None:
+        if not self._closed and self._verified_dirty:
+            with contextlib.suppress(OSError):
+                self._save_verified()
+        super().close()
+
+    def _verified_path(self) -> Path:
+        return self.workspace.system / "transcripts-verified.json"
+
+    def _save_verified(self) -> None:
+        """Keep the known-good transcripts for the next open (a cache: losing it
+        only means reading them again)."""
+        if self._verified_dirty:
+            data = json.dumps({k: list(v) for k, v in sorted(self._verified.items())})
+            atomic_write(self._verified_path(), data.encode(), durable=False)
+            self._verified_dirty = False
+
+
+def _stat_key(path: Path) -> tuple[int, int] | None:
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        return None
+    return info.st_size, info.st_mtime_ns
+
+
+def _load_verified(path: Path) -> history.Verified:
+    try:
+        data = json.loads(path.read_bytes())
+        return {str(k): (int(v[0]), int(v[1])) for k, v in data.items()}
+    except (OSError, ValueError, TypeError, IndexError, AttributeError):
+        return {}
 
 
 def _session(session: str) -> str:
