@@ -33,6 +33,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from .capture import notes
 from .capture.scan import RuleSet
 from .capture.secrets import redact
 from .config import Settings
@@ -429,6 +430,13 @@ class Engine:
 
     def _quarantine(self, original: str, data: bytes, reason: str) -> None:
         quarantine_bytes(self.workspace.quarantine, original, data, reason)
+
+    def _append_note(self, block: str, session: str | None, at: datetime) -> WriteEvent:
+        """Append a section (already redacted) to the daily note of ``at`` (lock
+        held); the event for the write hooks."""
+        path = notes.append_exchange(self.workspace.path / "memory", block, at)
+        where = path.relative_to(self.workspace.path).as_posix()
+        return WriteEvent("note", "put", block, Source.USER, where, session)
 
     def _after_turn(self, turn: Any) -> None:
         """Called after every recorded transcript turn, outside the lock (the

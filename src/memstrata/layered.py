@@ -103,12 +103,8 @@ class Layers(Engine):
     def _keep_dropped(self, dropped: Sequence[Dropped]) -> WriteEvent:
         """Items pushed out of working memory, kept in today's daily note (lock held)."""
         at = now()
-        clock = at.astimezone().strftime("%H:%M:%S")
-        lines = "".join(f"- ({item.section}) {item.text}\n" for item in dropped)
-        block = f"## [{clock}] Left working memory\n{lines}\n"
-        path = notes.append_exchange(self.workspace.path / "memory", block, at)
-        where = path.relative_to(self.workspace.path).as_posix()
-        return WriteEvent("note", "put", block, Source.USER, where)
+        lines = [f"- ({item.section}) {item.text}" for item in dropped]
+        return self._append_note(notes.section(lines, at, "Left working memory"), None, at)
 
     # -- semantic --------------------------------------------------------------
 

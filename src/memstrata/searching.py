@@ -25,14 +25,16 @@ from __future__ import annotations
 import builtins
 import hashlib
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .context.tokens import EstimateCounter
 from .engine import Engine
 from .errors import BackendUnavailable, InvalidInput
 from .index.chunks import Chunk, chunk_file, fact_chunks, layer_of, memory_md_lines
@@ -181,8 +183,9 @@ class Searching(Engine):
             return []
         hits = self.search(tail, k=k, layers=("long_term", "semantic", "notebook", "lessons"))
         chosen, used = [], 0
+        counter = EstimateCounter()
         for hit in hits:
-            cost = max(len(hit.text) // 4, 1)
+            cost = max(counter.count(hit.text), 1)
             if used + cost > budget_tokens:
                 continue
             chosen.append(hit)
@@ -433,11 +436,11 @@ class _SearchState:
 
 
 def _shift(chunk: Chunk, offset: int) -> Chunk:
-    from dataclasses import replace
-
     return replace(chunk, line_start=chunk.line_start + offset, line_end=chunk.line_end + offset)
 
 
+_CLOCK = re.compile(r"^\[?\d{1,2}:\d{2}(?::\d{2})?\]?\s*")
+_WORD = re.compile(r"\w")
 _NOISE = (
     "user:", "assistant:", "agent:", "system:", "**user:**", "**agent:**", "human:", "ai:",
 )  # fmt: skip
@@ -446,17 +449,15 @@ _NOISE = (
 def prompt_tail(prompt: str, chars: int = 600) -> str:
     """The last ``chars`` characters of a prompt with chat-log noise removed:
     speaker labels, timestamps in brackets, and lines of markup only."""
-    import re
-
     lines = []
     for line in prompt.splitlines():
-        text = re.sub(r"^\[?\d{1,2}:\d{2}(?::\d{2})?\]?\s*", "", line.strip())
+        text = _CLOCK.sub("", line.strip())
         lowered = text.lower()
         for label in _NOISE:
             if lowered.startswith(label):
                 text = text[len(label) :].strip()
                 break
-        if text and re.search(r"\w", text):
+        if text and _WORD.search(text):
             lines.append(text)
     joined = " ".join(lines)
     return joined[-chars:]

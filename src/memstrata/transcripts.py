@@ -99,10 +99,7 @@ class Transcripts(Engine):
 
     def _note(self, user: str, agent: str, session: str | None, when: datetime) -> WriteEvent:
         """Append an exchange (already redacted) to the daily note (lock held)."""
-        block = notes.note_block(user, agent, when)
-        path = notes.append_exchange(self.workspace.path / "memory", block, when)
-        where = path.relative_to(self.workspace.path).as_posix()
-        return WriteEvent("note", "put", block, Source.USER, where, session)
+        return self._append_note(notes.note_block(user, agent, when), session, when)
 
     def _head(self, session: str) -> tuple[int, int]:
         """The session's last seq and number of turns (lock held): from RAM

@@ -57,7 +57,9 @@ _DIRECTORIES = (
 )
 _SAFE_STEM = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")
 _UNSAFE_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
-_SYSTEM_GITIGNORE = "# machine-local files of memstrata\nlock\n*.tmp-*\nindex.sqlite*\n"
+_SYSTEM_GITIGNORE = (
+    "# machine-local files of memstrata\nlock\n*.tmp-*\nindex.sqlite*\ntranscripts-verified.json\n"
+)
 
 
 @dataclass(frozen=True, slots=True)

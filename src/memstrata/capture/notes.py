@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ..files import append_durable
 
-__all__ = ["NOTE_TEXT_CHARS", "append_exchange", "note_block", "shorten"]
+__all__ = ["NOTE_TEXT_CHARS", "append_exchange", "note_block", "section", "shorten"]
 
 NOTE_TEXT_CHARS = 300
 
@@ -31,10 +31,16 @@ def shorten(text: str, limit: int = NOTE_TEXT_CHARS) -> str:
     return line if len(line) <= limit else line[: max(limit - 3, 1)].rstrip() + "..."
 
 
+def section(lines: list[str], at: datetime, title: str = "") -> str:
+    """A daily-note section: ``## [HH:MM:SS] title`` (``at`` in local time) and its lines."""
+    clock = at.astimezone().strftime("%H:%M:%S")
+    heading = f"## [{clock}] {title}" if title else f"## [{clock}]"
+    return heading + "\n" + "".join(f"{line}\n" for line in lines) + "\n"
+
+
 def note_block(user: str, agent: str, at: datetime, limit: int = NOTE_TEXT_CHARS) -> str:
     """One exchange as a daily-note section (``at`` is shown in local time)."""
-    clock = at.astimezone().strftime("%H:%M:%S")
-    return f"## [{clock}]\n**User:** {shorten(user, limit)}\n**Agent:** {shorten(agent, limit)}\n\n"
+    return section([f"**User:** {shorten(user, limit)}", f"**Agent:** {shorten(agent, limit)}"], at)
 
 
 def append_exchange(folder: Path, block: str, at: datetime) -> Path:
