@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import math
 import re
+import threading
+from array import array
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -48,16 +50,21 @@ class FactGate:
 
     def __init__(self) -> None:
         self._generation = -1
+        # sync and top do not overlap: numpy reads the arrays in place, and an
+        # array cannot grow while it is read that way
+        self._lock = threading.RLock()
         self._clear()
 
     def _clear(self) -> None:
         self._seen = 0  # place in the change log
         self._ids: list[str | None] = []  # doc -> item id (None: gone)
-        self._lengths: list[int] = []
+        # Flat typed arrays, read by numpy without a copy: doc -> term count,
+        # doc -> 1 while live, term -> docs (a doc once per occurrence).
+        self._lengths = array("q")
+        self._alive = bytearray()
         self._words: list[tuple[str, ...]] = []  # doc -> its distinct terms
-        self._length_array: np.ndarray | None = None  # a cache of _lengths
         self._doc_of: dict[str, int] = {}
-        self._postings: dict[str, list[int]] = {}  # term -> docs, a doc once per occurrence
+        self._postings: dict[str, array[int]] = {}
         # term -> (docs, BM25 weights, document count): impact-ordered, capped postings
         self._arrays: dict[str, tuple[np.ndarray, np.ndarray, int]] = {}
         self._live = 0
@@ -70,6 +77,10 @@ class FactGate:
 
     def sync(self, items: Mapping[str, Item], generation: int, changes: Sequence[str]) -> None:
         """Catch up with the store (``items``) from its change log."""
+        with self._lock:
+            self._sync(items, generation, changes)
+
+    def _sync(self, items: Mapping[str, Item], generation: int, changes: Sequence[str]) -> None:
         if generation != self._generation:
             self._clear()  # a reset store: start again
             self._generation = generation
@@ -86,18 +97,21 @@ class FactGate:
         self._seen = len(changes)
         if len(self._ids) > 2 * self._live + 1000:  # mostly dead docs: build it again
             self._generation = -1
-            self.sync(items, generation, changes)
+            self._sync(items, generation, changes)
 
     def _add(self, item: Item) -> None:
         doc = len(self._ids)
         words = terms(f"{item.category} {item.text}")
         self._ids.append(item.id)
         self._lengths.append(len(words))
+        self._alive.append(1)
         self._words.append(tuple(dict.fromkeys(words)))
-        self._length_array = None
         self._doc_of[item.id] = doc
         for word in words:
-            self._postings.setdefault(word, []).append(doc)
+            posting = self._postings.get(word)
+            if posting is None:
+                posting = self._postings[word] = array("q")
+            posting.append(doc)
             self._arrays.pop(word, None)
         self._live += 1
         self._total_length += len(words)
@@ -108,6 +122,7 @@ class FactGate:
             for word in self._words[doc]:
                 self._arrays.pop(word, None)  # its capped postings may hold this doc
             self._ids[doc] = None  # its postings stay; dead docs are skipped
+            self._alive[doc] = 0
             self._live -= 1
             self._total_length -= self._lengths[doc]
 
@@ -118,13 +133,12 @@ class FactGate:
 
         cached = self._arrays.get(word)
         if cached is None:
-            posting = np.asarray(self._postings[word], dtype=np.int64)
+            posting = np.frombuffer(self._postings[word], dtype=np.int64)
             docs, counts = np.unique(posting, return_counts=True)
-            alive = np.fromiter((self._ids[d] is not None for d in docs), bool, len(docs))
+            alive = np.frombuffer(self._alive, dtype=np.uint8)[docs].astype(bool)
             docs, counts = docs[alive], counts[alive].astype(np.float64)
-            if self._length_array is None:
-                self._length_array = np.asarray(self._lengths, dtype=np.float64)
-            norm = K1 * (1 - B + B * self._length_array[docs] / average)
+            lengths = np.frombuffer(self._lengths, dtype=np.int64)[docs]
+            norm = K1 * (1 - B + B * lengths / average)
             weight = counts * (K1 + 1) / (counts + norm)
             if len(docs) > IMPACT_CAP:
                 best = np.argpartition(-weight, IMPACT_CAP)[:IMPACT_CAP]
@@ -135,6 +149,12 @@ class FactGate:
         return cached
 
     def top(self, prompt: str, k: int) -> list[str]:
+        """The ids of the ``k`` facts that best match ``prompt``, best first
+        (see ``_top``)."""
+        with self._lock:
+            return self._top(prompt, k)
+
+    def _top(self, prompt: str, k: int) -> list[str]:
         """The ids of the ``k`` facts that best match ``prompt``, best first.
 
         Each term scores at most ``IMPACT_CAP`` facts, those where it weighs
