@@ -8,6 +8,8 @@ reply), cycled to ``--turns``.
 * ``record_turn_ms``: one ``record_turn`` (transcript line, audit lines and
   daily note, each appended and fsynced) on a workspace with embeddings off;
   p50/p99 and turns/s over the whole run.
+* ``open_ms``: ``Memory.open`` of that workspace, its transcripts known good
+  (the usual case) and with that record deleted (every transcript read);
 * ``with_embeddings``: the same turns, then ``reindex`` (chunking and
   embedding every new message with the local MiniLM model, in batches):
   turns/s over recording plus indexing; and ``search_after_each_ms``: a turn
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 import tempfile
 import time
@@ -68,6 +71,22 @@ def record(folder: Path, texts: list[str], embedder: str) -> tuple[list[float], 
     return times, total
 
 
+def opening(folder: Path) -> dict[str, float]:
+    """``Memory.open`` of a workspace with transcripts: when they are known good
+    (the usual case), and when that record is gone (every transcript read)."""
+    verified = folder / ".memstrata" / "transcripts-verified.json"
+    Memory.open(folder, embedder="none").close()  # warm: imports, page cache
+    times: dict[str, list[float]] = {"known_good": [], "read_all": []}
+    for _ in range(5):
+        for name in ("read_all", "known_good"):  # each read_all open records them good again
+            if name == "read_all":
+                verified.unlink(missing_ok=True)
+            began = time.perf_counter()
+            Memory.open(folder, embedder="none").close()
+            times[name].append((time.perf_counter() - began) * 1000)
+    return {name: round(statistics.median(values), 2) for name, values in times.items()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", type=Path, help="also write the report to this file")
@@ -85,6 +104,7 @@ def main() -> None:
             **percentiles(times),
             "turns_per_s": round(len(texts) / total, 1),
         }
+        report["open_ms"] = opening(Path(tmp) / "plain")
 
         folder = Path(tmp) / "embedded"
         _, recorded = record(folder, texts, "minilm")
