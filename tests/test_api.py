@@ -24,7 +24,15 @@ LAYERS = {
         "mcp_server",
         "memory_tool",
     },
-    "facade": {"memory", "engine", "transcripts", "layered", "searching", "prompting"},
+    "facade": {
+        "memory",
+        "engine",
+        "transcripts",
+        "layered",
+        "documents",
+        "searching",
+        "prompting",
+    },
     "services": {"capture", "layers", "history", "index", "embed", "context", "access"},
     "foundation": {
         "config",

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import os
+import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from memstrata import Memory
 from memstrata.memory_tool import MemoryToolHandler
 from memstrata.workspace import Workspace
 
@@ -16,8 +19,9 @@ KEY = "sk-ant-api03-" + "A1b2C3d4E5f6G7h8I9j0" * 3
 
 
 @pytest.fixture
-def tool(workspace: Workspace) -> MemoryToolHandler:
-    return MemoryToolHandler(workspace.path)
+def tool(workspace: Workspace) -> Iterator[MemoryToolHandler]:
+    with Memory.open(workspace.path, embedder="none") as memory:
+        yield MemoryToolHandler(memory)
 
 
 def run(tool: MemoryToolHandler, command: str, **args: object) -> str:
@@ -30,7 +34,7 @@ def files_of(folder: Path) -> dict[str, bytes]:
     for base, _, names in os.walk(folder):
         for name in names:
             path = Path(base) / name
-            if not path.is_symlink():
+            if not path.is_symlink() and ".memstrata" not in path.parts:
                 found[str(path.relative_to(folder))] = path.read_bytes()
     return found
 
@@ -124,14 +128,12 @@ def test_create_writes_and_overwrites(tool: MemoryToolHandler, workspace: Worksp
     assert not [p for p in target.parent.iterdir() if ".tmp-" in p.name]
 
 
-def test_create_makes_a_missing_allowed_folder(tmp_path: Path) -> None:
-    bare = tmp_path / "bare"
-    bare.mkdir()
-    tool = MemoryToolHandler(bare)
+def test_create_makes_a_missing_allowed_folder(tool: MemoryToolHandler) -> None:
+    shutil.rmtree(tool.root / "notes")
     assert run(tool, "create", path="/memories/notes/maps/m.md", file_text="x") == (
         "File created successfully at: /memories/notes/maps/m.md"
     )
-    assert (bare / "notes" / "maps" / "m.md").read_text() == "x"
+    assert (tool.root / "notes" / "maps" / "m.md").read_text() == "x"
 
 
 def test_create_redacts_secrets(tool: MemoryToolHandler, workspace: Workspace) -> None:

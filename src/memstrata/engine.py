@@ -49,7 +49,7 @@ from .files import (
 from .journal import Journal, Record
 from .lock import WorkspaceLock
 from .model import Item, Source, WriteEvent, clean_text, now
-from .store import markdown
+from .store import docs, markdown
 from .store.lessons import LessonStore
 from .store.longterm import (
     OP_DELETE,
@@ -298,7 +298,11 @@ class Engine:
             self._apply(record)
         return record
 
-    def _apply(self, record: Record) -> None:
+    def _apply(self, record: Record, *, redo_docs: bool = False) -> None:
+        """Apply ``record`` to RAM; ``redo_docs`` (lock held) also redoes a
+        document change its writer may not have finished (``store.docs``)."""
+        if redo_docs and docs.is_doc_op(record.op):
+            docs.redo(self.workspace.path, record)
         self._store.apply(record)
         self._lessons.apply(record)
         if record.op == OP_PUT:
@@ -313,7 +317,7 @@ class Engine:
         """Apply what other processes appended; ``repair`` only with the lock held."""
         with storage_errors("read the journal"), self._state:
             for record in self._journal.read_new(repair=repair):
-                self._apply(record)
+                self._apply(record, redo_docs=repair)
             if self._journal.gap and repair:
                 # Others checkpointed more than once since we last read: the
                 # records in between are only in their snapshot. Start from it.
@@ -329,7 +333,7 @@ class Engine:
     def _replay(self, records: builtins.list[Record]) -> None:
         """Apply journal records on top of a state just loaded from the files."""
         for record in records:
-            self._apply(record)
+            self._apply(record, redo_docs=True)
         # A store rebuilt from MEMORY.md starts below the journal's base: never go back.
         self._store.lsn = max(self._store.lsn, self._journal.last_lsn)
 
@@ -378,8 +382,14 @@ class Engine:
             reason = f"corrupt journal record at byte {problem.offset}: {problem.reason}"
             self._quarantine("journal.wal", problem.data, reason)
         records = self._journal.records
-        self._append_audit(ws.audit, [r for r in records if not r.op.startswith("lesson.")])
+        for record in records:  # a writer may have died between logging and applying
+            if docs.is_doc_op(record.op):
+                docs.redo(ws.path, record)
+        self._append_audit(ws.audit, [r for r in records if r.op.startswith("ltm.")])
         self._append_audit(ws.lessons_audit, [r for r in records if r.op.startswith("lesson.")])
+        self._append_audit(
+            ws.documents_audit, [r for r in records if docs.is_doc_op(r.op)], docs.audit_entry
+        )
         with self._state:
             rendered = self._store.render()
             lsn = self._store.lsn
@@ -394,7 +404,12 @@ class Engine:
         self._journal.reset(lsn, {"markdown": fingerprint.to_dict()})
         self._markdown = fingerprint
 
-    def _append_audit(self, path: Path, records: builtins.list[Record]) -> None:
+    def _append_audit(
+        self,
+        path: Path,
+        records: builtins.list[Record],
+        entry: Callable[[Record], dict[str, Any]] = lambda record: record.data,
+    ) -> None:
         """Append the records the audit log does not have yet (a crash may repeat a checkpoint)."""
         if not records:
             return
@@ -402,7 +417,7 @@ class Engine:
         last = last_jsonl_record(path, lambda torn: self._quarantine(name, torn, "torn last line"))
         done = int(last.get("lsn", 0)) if last else 0
         lines = [
-            json.dumps(record.data, ensure_ascii=False, separators=(",", ":")) + "\n"
+            json.dumps(entry(record), ensure_ascii=False, separators=(",", ":")) + "\n"
             for record in records
             if record.lsn > done
         ]

@@ -35,6 +35,7 @@ __all__ = [
     "last_jsonl_record",
     "list_quarantine",
     "quarantine_bytes",
+    "staged_write",
     "storage_errors",
     "sweep_temp_files",
 ]
@@ -66,6 +67,18 @@ def fsync_dir(path: Path) -> None:
 
 def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
     """Replace ``path`` with ``data`` atomically (see the module invariants)."""
+    with staged_write(path, data, durable=durable):
+        pass
+
+
+@contextmanager
+def staged_write(path: Path, data: bytes, *, durable: bool = True) -> Iterator[None]:
+    """``atomic_write`` in two steps: the block runs once ``data`` is safely in a
+    temporary file beside ``path``; ``path`` is replaced only if the block returns.
+
+    A writer that must log its intent first (the journal) stages here, so a full
+    disk or a read-only folder fails before anything is logged.
+    """
     temp = _temp_path(path)
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
@@ -81,6 +94,7 @@ def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
         raise
     os.close(fd)
     try:
+        yield
         os.replace(temp, path)
     except BaseException:
         temp.unlink(missing_ok=True)

@@ -37,6 +37,7 @@ from .capture.session_state import StateEntry, append_entries, parse_state
 from .config import Settings
 from .context.tokens import EstimateCounter, TokenCounter
 from .context.window import ContextWindow, Message, WindowSettings
+from .documents import Documents
 from .engine import WriteHook, safe_text
 from .errors import Conflict, InvalidInput, NotFound
 from .files import list_quarantine, storage_errors
@@ -75,7 +76,7 @@ _MAX_FACT_CHARS = 4000
 _NO_FACT: tuple[None, None] = (None, None)
 
 
-class Memory(Transcripts, Layers, Prompting):
+class Memory(Transcripts, Layers, Documents, Prompting):
     """Layered, durable memory of one workspace (use ``Memory.open``)."""
 
     # -- lifecycle ------------------------------------------------------------

@@ -35,9 +35,11 @@ Guarantees:
 * New text (file_text, new_str, insert_text) is redacted
   (``capture.secrets.redact``, on the changed lines, so a secret split
   between old and new text is caught too); when something was redacted the
-  answer says which kinds. Writes are atomic and durable
-  (``files.atomic_write``); ``rename`` hard-links the file into place (fails if
-  the target exists) and then unlinks the old name.
+  answer says which kinds.
+* Every change goes through the workspace journal (``Documents.edit_file`` /
+  ``rename_file``): read, edit and write under the workspace lock, durable
+  (fsynced) before the answer, redone after a crash between logging and
+  writing. ``rename`` never overwrites an existing file.
 """
 
 from __future__ import annotations
@@ -48,8 +50,8 @@ from pathlib import Path
 
 from .access import allowed, resolve
 from .capture.secrets import redact
-from .errors import MemstrataError
-from .files import atomic_write, fsync_dir
+from .documents import Documents, FileEdit
+from .errors import Conflict, InvalidInput, MemstrataError, NotFound
 
 __all__ = ["PREFIX", "MemoryToolHandler"]
 
@@ -75,8 +77,9 @@ class _ToolError(Exception):
 class MemoryToolHandler:
     """Runs memory-tool commands on the workspace at ``workspace_root`` (see module)."""
 
-    def __init__(self, workspace_root: Path) -> None:
-        self.root = Path(workspace_root)
+    def __init__(self, memory: Documents) -> None:
+        self.memory = memory
+        self.root = memory.workspace.path
         self._commands: dict[str, Callable[[Mapping[str, object]], str]] = {
             "view": self._view,
             "create": self._create,
@@ -126,10 +129,15 @@ class MemoryToolHandler:
         path = _text_arg(command, "path")
         file_text = _text_arg(command, "file_text")
         relative = self._writable(path)
-        target = resolve(self.root, relative, write=True)
         result = redact(file_text)
-        existed = target.exists()
-        self._write(target, relative, result.text)
+        existed = False
+
+        def create(old: str | None) -> str:
+            nonlocal existed
+            existed = old is not None
+            return result.text
+
+        self._edit(relative, create)
         verb = "overwritten" if existed else "created"
         return f"File {verb} successfully at: {_show(relative)}" + _redaction_note(result.kinds)
 
@@ -138,23 +146,28 @@ class MemoryToolHandler:
         old = _text_arg(command, "old_str")
         new = _text_arg(command, "new_str", default="")
         relative = self._writable(path)
-        target = resolve(self.root, relative, write=True)
-        text = self._read(target, relative)
-        starts = _occurrences(text, old) if old else []
-        if not starts:
-            raise _ToolError(
-                f"No replacement was performed, old_str `{old}` did not appear verbatim in "
-                f"{_show(relative)}."
-            )
-        if len(starts) > 1:
-            numbers = sorted({text.count("\n", 0, start) + 1 for start in starts})
-            raise _ToolError(
-                f"No replacement was performed. Multiple occurrences of old_str `{old}` in "
-                f"lines: {numbers}. Please ensure it is unique."
-            )
-        start = starts[0]
-        edited, kinds = _redact_lines(text[:start], new, text[start + len(old) :])
-        self._write(target, relative, edited)
+        kinds: tuple[str, ...] = ()
+
+        def replace(current: str | None) -> str:
+            nonlocal kinds
+            text = _existing(current, relative)
+            starts = _occurrences(text, old) if old else []
+            if not starts:
+                raise _ToolError(
+                    f"No replacement was performed, old_str `{old}` did not appear verbatim "
+                    f"in {_show(relative)}."
+                )
+            if len(starts) > 1:
+                numbers = sorted({text.count("\n", 0, start) + 1 for start in starts})
+                raise _ToolError(
+                    f"No replacement was performed. Multiple occurrences of old_str `{old}` "
+                    f"in lines: {numbers}. Please ensure it is unique."
+                )
+            start = starts[0]
+            edited, kinds = _redact_lines(text[:start], new, text[start + len(old) :])
+            return edited
+
+        self._edit(relative, replace)
         return f"The memory file {_show(relative)} has been edited." + _redaction_note(kinds)
 
     def _insert(self, command: Mapping[str, object]) -> str:
@@ -166,21 +179,26 @@ class MemoryToolHandler:
         if not isinstance(line, int) or isinstance(line, bool):
             raise _ToolError(f"Parameter `insert_line` must be an integer, not {_quote(line)}.")
         relative = self._writable(path)
-        target = resolve(self.root, relative, write=True)
-        text = self._read(target, relative)
-        lines = _lines(text)
-        if not 0 <= line <= len(lines):
-            raise _ToolError(
-                f"Invalid `insert_line` parameter: {line}. It should be within the range of "
-                f"lines of the file: [0, {len(lines)}]."
-            )
-        before = "".join(f"{each}\n" for each in lines[:line])
-        after = "".join(f"{each}\n" for each in lines[line:])
-        if after and not text.endswith("\n"):
-            after = after[:-1]
-        added = insert_text if insert_text.endswith("\n") else insert_text + "\n"
-        edited, kinds = _redact_lines(before, added, after)
-        self._write(target, relative, edited)
+        kinds: tuple[str, ...] = ()
+
+        def insert(current: str | None) -> str:
+            nonlocal kinds
+            text = _existing(current, relative)
+            lines = _lines(text)
+            if not 0 <= line <= len(lines):
+                raise _ToolError(
+                    f"Invalid `insert_line` parameter: {line}. It should be within the range "
+                    f"of lines of the file: [0, {len(lines)}]."
+                )
+            before = "".join(f"{each}\n" for each in lines[:line])
+            after = "".join(f"{each}\n" for each in lines[line:])
+            if after and not text.endswith("\n"):
+                after = after[:-1]
+            added = insert_text if insert_text.endswith("\n") else insert_text + "\n"
+            edited, kinds = _redact_lines(before, added, after)
+            return edited
+
+        self._edit(relative, insert)
         return f"The memory file {_show(relative)} has been edited." + _redaction_note(kinds)
 
     def _delete(self, command: Mapping[str, object]) -> str:
@@ -188,37 +206,22 @@ class MemoryToolHandler:
         if _folder_of(path) is not None:
             raise _ToolError(f"{path} is a folder; only files can be deleted.")
         relative = self._writable(path)
-        target = resolve(self.root, relative, write=True)
-        try:
-            target.unlink()
-            fsync_dir(target.parent)
-        except FileNotFoundError:
-            raise _ToolError(_missing(relative)) from None
-        except OSError as exc:
-            raise _ToolError(f"cannot delete {_show(relative)}: {exc.strerror}") from None
+
+        def delete(current: str | None) -> None:
+            _existing(current, relative)
+
+        self._edit(relative, delete)
         return f"Successfully deleted {_show(relative)}"
 
     def _rename(self, command: Mapping[str, object]) -> str:
         old_relative = self._writable(_text_arg(command, "old_path"))
         new_relative = self._writable(_text_arg(command, "new_path"))
-        source = resolve(self.root, old_relative, write=True)
-        target = resolve(self.root, new_relative, write=True)
-        if not source.exists():
-            raise _ToolError(_missing(old_relative))
-        if target.exists() or target.is_symlink():
-            raise _ToolError(f"The destination {_show(new_relative)} already exists.")
         try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            os.link(source, target)
-            fsync_dir(target.parent)
-            source.unlink()
-            fsync_dir(source.parent)
-        except FileExistsError:
+            self.memory.rename_file(old_relative, new_relative)
+        except NotFound:
+            raise _ToolError(_missing(old_relative)) from None
+        except Conflict:
             raise _ToolError(f"The destination {_show(new_relative)} already exists.") from None
-        except OSError as exc:
-            raise _ToolError(
-                f"cannot rename {_show(old_relative)} to {_show(new_relative)}: {exc.strerror}"
-            ) from None
         return f"Successfully renamed {_show(old_relative)} to {_show(new_relative)}"
 
     # -- helpers ----------------------------------------------------------------
@@ -278,17 +281,16 @@ class MemoryToolHandler:
         try:
             return data.decode("utf-8").replace("\r\n", "\n")
         except UnicodeDecodeError:
-            raise _ToolError(
-                f"{_show(relative)} is not valid UTF-8 text; it cannot be shown or edited here."
-            ) from None
+            raise _ToolError(_not_utf8(relative)) from None
 
-    def _write(self, target: Path, relative: str, text: str) -> None:
-        """Replace ``target`` with ``text`` atomically and durably."""
+    def _edit(self, relative: str, edit: FileEdit) -> None:
+        """Change ``relative`` through the journal (``Documents.edit_file``)."""
         try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write(target, text.encode("utf-8"))
-        except OSError as exc:
-            raise _ToolError(f"cannot write {_show(relative)}: {exc.strerror}") from None
+            self.memory.edit_file(relative, lambda text: edit(_crlf(text)))
+        except InvalidInput as exc:
+            if "not UTF-8" in str(exc):
+                raise _ToolError(_not_utf8(relative)) from None
+            raise
 
 
 def _text_arg(command: Mapping[str, object], name: str, *, default: str | None = None) -> str:
@@ -383,6 +385,21 @@ def _redaction_note(kinds: tuple[str, ...]) -> str:
     if not kinds:
         return ""
     return f" Secrets were redacted before writing: {', '.join(sorted(set(kinds)))}."
+
+
+def _existing(text: str | None, relative: str) -> str:
+    """``text`` of a file that must exist."""
+    if text is None:
+        raise _ToolError(_missing(relative))
+    return text
+
+
+def _crlf(text: str | None) -> str | None:
+    return None if text is None else text.replace("\r\n", "\n")
+
+
+def _not_utf8(relative: str) -> str:
+    return f"{_show(relative)} is not valid UTF-8 text; it cannot be shown or edited here."
 
 
 def _missing(relative: str) -> str:

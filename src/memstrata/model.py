@@ -301,7 +301,7 @@ class Capture:
 class WriteEvent:
     """What a write hook is told: one durable change to memory."""
 
-    kind: str  # "capture", "fact", "note", "lesson" or "turn"
+    kind: str  # "capture", "fact", "note", "lesson", "turn", "layer" or "document"
     op: str  # "put" or "delete"
     content: str  # the text as written (secrets redacted); "" for a delete
     source: Source

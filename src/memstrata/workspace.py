@@ -119,6 +119,11 @@ class Workspace:
         return self.path / "memory" / "LESSONS_AUDIT.jsonl"
 
     @property
+    def documents_audit(self) -> Path:
+        """What the journaled file changes (``store.docs``) did, without their text."""
+        return self.path / "memory" / "DOCS_AUDIT.jsonl"
+
+    @property
     def rules(self) -> Path:
         """Workspace capture rule packs (``*.toml``), added to the built-in ones."""
         return self.path / "rules"

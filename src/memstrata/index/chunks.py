@@ -91,7 +91,10 @@ def layer_of(path: str) -> str | None:
     if parts[0] == "memory":
         if _DAILY.fullmatch(path):
             return "daily_notes"
-        return "lessons" if path == "memory/LESSONS.jsonl" else None
+        if path == "memory/LESSONS.jsonl":
+            return "lessons"
+        # Other markdown there is topic memory an agent or a person keeps by name.
+        return "semantic" if len(parts) == 2 and name.endswith(".md") else None
     if parts[0] == "sessions" and name.endswith(".jsonl") and not name.endswith(".audit.jsonl"):
         return "transcripts" if len(parts) == 2 or parts[1] == "archive" else None
     if not name.endswith(".md"):
