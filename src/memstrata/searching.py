@@ -39,6 +39,7 @@ from .engine import Engine
 from .errors import BackendUnavailable, InvalidInput
 from .index.chunks import Chunk, chunk_file, fact_chunks, layer_of, memory_md_lines
 from .index.chunks import searchable_files as list_searchable
+from .index.lexical import Lexical
 from .index.search import Filters, Hit, Vectors, Weights, hybrid
 from .index.sqlite import FileState, Index
 from .model import WriteEvent, now
@@ -138,6 +139,7 @@ class Searching(Engine):
                 filters,
                 embed=embed,
                 vectors=state.vectors,
+                lexical=state.lexical,
                 weights=weights or Weights(),
                 now=now(),
                 line_of=lambda chunk: self._line_of(state, chunk),
@@ -428,6 +430,7 @@ class _SearchState:
         self.facts_generation: int | None = None  # of the engine's change log, when synced
         self.facts_seen = 0  # place in that log
         self.vectors = Vectors()
+        self.lexical = Lexical()
         self.embedder: Embedder | None = None
         self.embedder_error: str | None = None
         self.embedder_name = "not loaded yet"

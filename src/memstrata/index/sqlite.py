@@ -1,5 +1,6 @@
-"""The index file: SQLite with FTS5 for BM25, vectors as float32 blobs, and a
-RAM mirror of every chunk's metadata and vector for fusion and filtering.
+"""The index file: SQLite with the chunks, FTS5 over their text, vectors as
+float32 blobs, and a RAM mirror of every chunk and vector for scoring, fusion
+and filtering (``Lexical`` and ``Vectors`` follow its change logs).
 
 * **Derived.** Everything here is rebuilt from the workspace's files: deleting
   ``index.sqlite`` loses nothing (``Index.drop`` does it on purpose).
@@ -87,6 +88,8 @@ class Index:
         # Every change to ``vectors`` since open, in order: (+1 added | -1 removed
         # | 0 all cleared, chunk id). Readers keep their place in it (``Vectors``).
         self.vector_log: list[tuple[int, int]] = []
+        # Every change to ``chunks`` since open, in order, the same way (``Lexical``).
+        self.chunk_log: list[tuple[int, int]] = []
         self.unembedded: set[int] = set()  # chunk ids without a vector
         self.vector_model: str | None = None
         self._by_path: dict[str, dict[int, None]] = {}  # path -> its chunk ids (a set)
@@ -240,6 +243,7 @@ class Index:
             self.files.clear()
             self.vectors.clear()
             self.vector_log.append((0, 0))
+            self.chunk_log.append((0, 0))
             self.unembedded.clear()
             self._by_path.clear()
             self._by_ref.clear()
@@ -256,6 +260,7 @@ class Index:
             db.execute(f"DELETE FROM chunks WHERE id IN ({marks})", part)  # noqa: S608
         for cid in ids:
             chunk = self.chunks.pop(cid, None)
+            self.chunk_log.append((-1, cid))
             self.unembedded.discard(cid)
             if self.vectors.pop(cid, None) is not None:
                 self.vector_log.append((-1, cid))
@@ -301,6 +306,7 @@ class Index:
     def _mapped(self, cid: int, chunk: Chunk) -> None:
         """Put a chunk in the RAM mirror and its path and ref maps."""
         self.chunks[cid] = chunk
+        self.chunk_log.append((1, cid))
         self._by_path.setdefault(chunk.path, {})[cid] = None
         if chunk.ref is not None:
             self._by_ref.setdefault((chunk.path, chunk.ref), set()).add(cid)
@@ -314,6 +320,7 @@ class Index:
         self.files.clear()
         self.vectors.clear()
         self.vector_log.append((0, 0))
+        self.chunk_log.append((0, 0))
         self._load(self._db)
 
     # -- reads ---------------------------------------------------------------------
