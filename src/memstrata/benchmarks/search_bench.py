@@ -82,6 +82,24 @@ def facts(count: int, seed: int = 7) -> list[str]:
     return list(out)
 
 
+def _projection_agreement(memory: Memory, questions: list[str]) -> float | None:
+    """How much of the exact top 300 by cosine the matrix's ``top`` returns."""
+    import numpy as np
+
+    state = memory._searcher()
+    vectors, index, embedder = state.vectors, state.index, state.embedder
+    if embedder is None or not vectors.projected:
+        return None
+    ids = np.array(list(index.vectors), dtype=np.int64)
+    matrix = np.stack([np.frombuffer(index.vectors[cid], dtype=np.float32) for cid in ids])
+    shares = []
+    for vector in embedder.embed(questions):
+        exact = set(ids[np.argpartition(-(matrix @ vector), 299)[:300]].tolist())
+        found = {cid for cid, _ in vectors.top(index, vector, 300)}
+        shares.append(len(exact & found) / 300)
+    return round(float(np.mean(shares)), 4)
+
+
 def run(
     items: int,
     *,
@@ -121,6 +139,7 @@ def run(
                 memory.search(question, k=10)
                 after_write.append((time.perf_counter() - began) * 1000)
             after_write.sort()
+            agreement = _projection_agreement(memory, asked[:50])
         times.sort()
         return {
             "items": items,
@@ -137,6 +156,9 @@ def run(
                 "p99": round(after_write[max(int(len(after_write) * 0.99) - 1, 0)], 3),
             },
             "ingest_s": ingest,
+            # share of the exact 300 nearest vectors the projected first pass
+            # also returns (1.0 = exact; null below the projection threshold)
+            "vector_agreement": agreement,
         }
     finally:
         if workspace is None:
