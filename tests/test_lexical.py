@@ -145,3 +145,35 @@ def test_many_removals_rebuild_the_rows(tmp_path: Path) -> None:
         assert len(lexical.top(index, f"word{round_}", 500)) == 100
     assert lexical.live == 101
     assert len(lexical._ids) < 101 + 1000 + 200  # dead rows were dropped on the way
+
+
+def test_english_clitics_split_and_uzbek_letters_stay_whole() -> None:
+    assert query_tokens("What is Caroline's identity? I'm sure they'll know") == [
+        "carolin",
+        "ident",
+        "sure",
+        "know",
+    ]
+    assert document_terms("Caroline's dog") == ["carolin", "s", "dog"]
+    assert document_terms("o'zbek g'oya ma'lumot o't ta'm") == [
+        "oʻzbek",
+        "gʻoya",
+        "maʻlumot",
+        "oʻt",
+        "taʻm",
+    ]
+
+
+def test_an_index_written_before_the_clitic_fix_is_retokenized(tmp_path: Path) -> None:
+    index = index_with(tmp_path, ["Caroline's dog barks"])
+    (cid,) = index.chunks
+    index.close()
+    db = sqlite3.connect(tmp_path / "index.sqlite")
+    db.execute("DELETE FROM chunks_fts")
+    db.execute("INSERT INTO chunks_fts (rowid, body) VALUES (?, ?)", (cid, "Carolineʻs dog barks"))
+    db.execute("DELETE FROM migrations WHERE name = '0004_retokenize_clitics'")
+    db.commit()
+    db.close()
+    reopened = Index(tmp_path / "index.sqlite")
+    assert [found for found, _ in reopened.bm25('"caroline"', 5)] == [cid]
+    reopened.close()

@@ -64,7 +64,12 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         );
         """,
     ),
+    # English clitics split again (text.index_text): the FTS5 rows are written
+    # anew from the chunks by ``_retokenize`` (no SQL can call index_text).
+    ("0004_retokenize_clitics", "DELETE FROM chunks_fts"),
 )
+# Migrations after which every chunk's FTS5 row is written again from Python.
+_RETOKENIZE = frozenset({"0004_retokenize_clitics"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +139,8 @@ class Index:
                 for statement in sql.split(";"):
                     if statement.strip():
                         db.execute(statement)
+                if name in _RETOKENIZE:
+                    _retokenize(db)
                 db.execute("INSERT INTO migrations (name) VALUES (?)", (name,))
                 db.execute("COMMIT")
         except BaseException:
@@ -368,6 +375,20 @@ class Index:
             with contextlib.suppress(FileNotFoundError):
                 total += Path(f"{self.path}{suffix}").stat().st_size
         return total
+
+
+def _retokenize(db: sqlite3.Connection) -> None:
+    """Write every chunk's FTS5 row again with today's ``index_text``."""
+    from .text import index_text
+
+    rows = db.execute(
+        "SELECT id, path, layer, line_start, line_end, text, title, session, created_at, "
+        "source, ref, live FROM chunks"
+    ).fetchall()
+    db.executemany(
+        "INSERT INTO chunks_fts (rowid, body) VALUES (?, ?)",
+        ((row[0], index_text(_chunk(row).body)) for row in rows),
+    )
 
 
 class _NewerSchema(Exception):
