@@ -118,6 +118,7 @@ class Lexical:
         self._ids = array("q")  # row -> chunk id
         self._row_of: dict[int, int] = {}
         self._total = 0.0  # terms in live rows
+        self._scores: np.ndarray | None = None  # reused: no fresh pages per search
         self._dead = 0
         self._seen = 0  # place in index.chunk_log
 
@@ -197,7 +198,10 @@ class Lexical:
         live_rows = self.live
         average = max(self._total / live_rows, 1.0)
         lengths = np.frombuffer(self._lengths, dtype=np.float32)
-        scores = np.zeros(count, dtype=np.float32)
+        if self._scores is None or len(self._scores) < count:
+            self._scores = np.zeros(max(count * 2, 1024), dtype=np.float32)
+        scores = self._scores[:count]
+        scores.fill(0.0)
         touched = 0
         k1, b = self.k1, self.b
         for term in terms:

@@ -96,6 +96,9 @@ class Index:
         # Every change to ``chunks`` since open, in order, the same way (``Lexical``).
         self.chunk_log: list[tuple[int, int]] = []
         self.unembedded: set[int] = set()  # chunk ids without a vector
+        # What search has read from a chunk's text once (answer types, as bits);
+        # dropped with the chunk.
+        self.marks: dict[int, int] = {}
         self.vector_model: str | None = None
         self._by_path: dict[str, dict[int, None]] = {}  # path -> its chunk ids (a set)
         self._by_ref: dict[tuple[str, str], set[int]] = {}  # (path, ref) -> chunk ids
@@ -251,6 +254,7 @@ class Index:
             self.vectors.clear()
             self.vector_log.append((0, 0))
             self.chunk_log.append((0, 0))
+            self.marks.clear()
             self.unembedded.clear()
             self._by_path.clear()
             self._by_ref.clear()
@@ -268,6 +272,7 @@ class Index:
         for cid in ids:
             chunk = self.chunks.pop(cid, None)
             self.chunk_log.append((-1, cid))
+            self.marks.pop(cid, None)
             self.unembedded.discard(cid)
             if self.vectors.pop(cid, None) is not None:
                 self.vector_log.append((-1, cid))
@@ -314,6 +319,7 @@ class Index:
         """Put a chunk in the RAM mirror and its path and ref maps."""
         self.chunks[cid] = chunk
         self.chunk_log.append((1, cid))
+        self.marks.pop(cid, None)
         self._by_path.setdefault(chunk.path, {})[cid] = None
         if chunk.ref is not None:
             self._by_ref.setdefault((chunk.path, chunk.ref), set()).add(cid)
@@ -328,6 +334,7 @@ class Index:
         self.vectors.clear()
         self.vector_log.append((0, 0))
         self.chunk_log.append((0, 0))
+        self.marks.clear()
         self._load(self._db)
 
     # -- reads ---------------------------------------------------------------------
