@@ -352,9 +352,8 @@ def hybrid(
     finally:
         nearest = pending.result() if pending is not None else []
     words = [(cid, score) for cid, score in found if cid in chunks and filters.accept(chunks[cid])]
-    semantic = nearest
     fused: dict[int, float] = {}
-    for weight, ranked in ((weights.bm25, words), (weights.vector, semantic)):
+    for weight, ranked in ((weights.bm25, words), (weights.vector, nearest)):
         if not ranked:
             continue
         top = max(score for _, score in ranked)
