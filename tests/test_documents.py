@@ -197,3 +197,42 @@ def test_memory_tool_writes_survive_sigkill(tmp_path: Path) -> None:
             note = ws / "notes" / "inbox" / f"n{pid}-{i}.md"
             assert note.read_text() == f"note {i}\n"
         assert set(acked) <= set(log)
+
+
+# argv: workspace, tag. Appends 300 lines to one file through edit_file.
+APPEND_CHILD = r"""
+import sys
+from memstrata import Memory
+
+memory = Memory.open(sys.argv[1], embedder="none")
+print("ready", flush=True)
+sys.stdin.readline()  # both start together
+for i in range(300):
+    memory.edit_file("memory/shared.md", lambda old: (old or "") + f"{sys.argv[2]}-{i}\n")
+memory.close()
+"""
+
+
+def test_two_processes_editing_one_file_lose_no_edit(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    Memory.open(ws, embedder="none").close()
+    children = [
+        subprocess.Popen(
+            [sys.executable, "-c", APPEND_CHILD, str(ws), tag],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )
+        for tag in "ab"
+    ]
+    for child in children:
+        assert child.stdout is not None and child.stdout.readline() == b"ready\n"
+    for child in children:
+        assert child.stdin is not None
+        child.stdin.write(b"go\n")
+        child.stdin.close()
+    for child in children:
+        assert child.wait(timeout=120) == 0
+        assert child.stdout is not None
+        child.stdout.close()
+    lines = (ws / "memory" / "shared.md").read_text().splitlines()
+    assert sorted(lines) == sorted(f"{tag}-{i}" for tag in "ab" for i in range(300))
