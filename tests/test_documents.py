@@ -236,3 +236,8 @@ def test_two_processes_editing_one_file_lose_no_edit(tmp_path: Path) -> None:
         child.stdout.close()
     lines = (ws / "memory" / "shared.md").read_text().splitlines()
     assert sorted(lines) == sorted(f"{tag}-{i}" for tag in "ab" for i in range(300))
+    # the workspace lock is fair: neither writer waited for the other to finish
+    switches = sum(
+        1 for before, after in zip(lines, lines[1:], strict=False) if before[0] != after[0]
+    )
+    assert switches >= 20, f"the writers took turns only {switches} times"

@@ -58,7 +58,8 @@ _DIRECTORIES = (
 _SAFE_STEM = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")
 _UNSAFE_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
 _SYSTEM_GITIGNORE = (
-    "# machine-local files of memstrata\nlock\n*.tmp-*\nindex.sqlite*\ntranscripts-verified.json\n"
+    "# machine-local files of memstrata\nlock\nlock.gate\n*.tmp-*\nindex.sqlite*\n"
+    "transcripts-verified.json\n"
 )
 
 
@@ -177,6 +178,11 @@ def init_workspace(workspace: Workspace) -> list[str]:
         ignore = workspace.system / ".gitignore"
         if not ignore.exists():
             create_new(ignore, _SYSTEM_GITIGNORE.encode())
+        else:  # a workspace from before the lock's turnstile
+            known = ignore.read_text(encoding="utf-8", errors="replace")
+            if "lock.gate" not in known.split():
+                with ignore.open("a", encoding="utf-8") as out:
+                    out.write(("" if known.endswith("\n") or not known else "\n") + "lock.gate\n")
     return created
 
 
