@@ -371,3 +371,14 @@ def test_the_answer_type_of_a_question_raises_chunks_that_can_answer_it(ws: Path
             "When did Aziz go to the pottery class?", k=2, weights=Weights(when=0.0)
         )
         assert plain[0].score == pytest.approx(plain[1].score, rel=0.2)
+
+
+def test_reindex_builds_what_searches_keep_in_ram(ws: Path) -> None:
+    with Memory.open(ws, embedder="hash") as memory:
+        for n in range(30):
+            memory.remember(f"fact number {n} about the kestrel", sync=False)
+        memory.reindex()
+        state = memory._searcher()
+        assert state.lexical.live == len(state.index.chunks) > 0
+        assert state.vectors._used == len(state.index.vectors) > 0
+        assert memory.search("kestrel number 7")[0].text == "fact number 7 about the kestrel"

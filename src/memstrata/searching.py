@@ -147,7 +147,8 @@ class Searching(Engine):
 
     def reindex(self, *, full: bool = False, progress: Progress | None = None) -> IndexReport:
         """Bring the index up to date with every file now (``full``: drop it and
-        rebuild it from the files)."""
+        rebuild it from the files), and build what searches keep in RAM (the
+        BM25 postings, the vector matrix), so that the next search does not."""
         self._check_open()
         state = self._searcher()
         with state.lock:
@@ -155,7 +156,11 @@ class Searching(Engine):
                 state.index.drop()
                 state.facts_generation = None  # compare the whole store again
             state.last_scan = 0.0
-            return self._sync(state, progress=progress)
+            report = self._sync(state, progress=progress)
+            state.lexical.warm(state.index)
+            if state.embedder is not None and state.index.vectors:
+                state.vectors.warm(state.index, state.embedder.dim)
+            return report
 
     def index_status(self) -> dict[str, Any]:
         """Index size, chunks, vectors, embedder, and files changed since the

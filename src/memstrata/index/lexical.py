@@ -136,6 +136,11 @@ class Lexical:
                 return []
             return self._top(terms, limit)
 
+    def warm(self, index: Index) -> None:
+        """Take in every change of ``index`` now (the first search need not)."""
+        with self._lock, index.lock:
+            self._catch_up(index)
+
     # -- following the index ------------------------------------------------------
 
     def _catch_up(self, index: Index) -> None:

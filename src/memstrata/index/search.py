@@ -300,6 +300,10 @@ class Vectors:
             self._reduced = np.resize(self._reduced, (rows, self._reduced.shape[1]))
             self._reduced[used:] = 0.0
 
+    def warm(self, index: Index, dim: int) -> None:
+        """Take in every change of ``index`` now (the first search need not)."""
+        self._catch_up(index, dim)
+
     def top(self, index: Index, query: np.ndarray, limit: int) -> list[tuple[int, float]]:
         import numpy as np
 
