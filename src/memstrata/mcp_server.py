@@ -17,15 +17,20 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
+import logging
+import sqlite3
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .errors import BackendUnavailable, InvalidInput
+from .errors import BackendUnavailable, InvalidInput, MemstrataError
 from .memory import Memory
 from .tools import TOOLS, GroupTools, dispatch
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
+
+log = logging.getLogger("memstrata")
 
 __all__ = ["build_server", "serve"]
 
@@ -142,6 +147,8 @@ def serve(
             return group_tools.dispatch(name, arguments, group=caller)
 
     server = build_server(memory, run)
+    # Build the index's RAM side while the client connects, not at its first search.
+    threading.Thread(target=_warm, args=(memory,), name="memstrata-warm", daemon=True).start()
     if not http:
         server.run("stdio")
         return
@@ -156,6 +163,15 @@ def serve(
     if token:
         app = _BearerGuard(app, token)
     uvicorn.run(app, host=host, port=port, log_level="warning")
+
+
+def _warm(memory: Memory) -> None:
+    """Bring the index up to date and build its RAM side; a failure costs only
+    speed (the first search does the same work and reports its own errors)."""
+    try:
+        memory.reindex()
+    except (MemstrataError, OSError, RuntimeError, sqlite3.Error) as exc:  # closed at exit
+        log.info("memstrata: warming the index failed: %s", exc)
 
 
 class _BearerGuard:
