@@ -25,6 +25,10 @@ Invariants:
   records it catches up on, and a checkpoint for every record before it
   empties the journal, so a record whose writer died between logging and
   renaming is never dropped.
+* Records are redone in journal order, so the end state of memstrata's own
+  changes is the last record's. Limit: a hash cannot tell a file re-created
+  by hand, byte for byte, as it was before a logged delete; until the next
+  checkpoint empties the journal, a redo of that delete removes it again.
 * Readers without the lock never redo (two redoers could otherwise race).
 * The audit keeps what changed, not the text: ``audit_entry`` drops it for a
   sha256 and a size.
