@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from memstrata.index.chunks import Chunk
 from memstrata.index.lexical import Lexical, document_terms, query_tokens
+from memstrata.index.search import Weights
 from memstrata.index.sqlite import FileState, Index
 from memstrata.index.text import index_text
 
@@ -74,6 +75,16 @@ def test_query_tokens_drop_function_words_and_stem() -> None:
     assert query_tokens("o'zbek tili") == ["oʻzbek", "tili"]
 
 
+SEARCH = Weights()  # the k1 and b search uses
+
+
+def ranked(
+    lexical: Lexical, index: Index, query: str, limit: int, weights: Weights = SEARCH
+) -> list[tuple[int, float]]:
+    """``lexical.top`` for a query as search asks it (the default k1 and b)."""
+    return lexical.top(index, query_tokens(query), limit, k1=weights.k1, b=weights.b)
+
+
 def chunk(path: str, text: str, line: int = 1) -> Chunk:
     return Chunk(path=path, layer="semantic", line_start=line, line_end=line, text=text)
 
@@ -90,8 +101,9 @@ def index_with(tmp_path: Path, texts: list[str]) -> Index:
 def test_scores_are_bm25(tmp_path: Path) -> None:
     texts = ["apple banana", "apple apple cherry date", "cherry", "banana banana banana banana"]
     index = index_with(tmp_path, texts)
-    lexical = Lexical(k1=1.2, b=0.75)
-    found = dict(lexical.top(index, "apple", 10))
+    lexical = Lexical()
+    textbook = Weights(k1=1.2, b=0.75)
+    found = dict(ranked(lexical, index, "apple", 10, textbook))
     lengths = [len(t.split()) for t in texts]
     average = sum(lengths) / len(lengths)
     idf = math.log(1 + (4 - 2 + 0.5) / (2 + 0.5))
@@ -103,7 +115,7 @@ def test_scores_are_bm25(tmp_path: Path) -> None:
     assert set(found) == {ids[0], ids[1]}
     assert math.isclose(found[ids[0]], expected(1, 2), rel_tol=1e-5)
     assert math.isclose(found[ids[1]], expected(2, 4), rel_tol=1e-5)
-    assert [cid for cid, _ in lexical.top(index, "apple", 10)] == [ids[1], ids[0]]
+    assert [cid for cid, _ in ranked(lexical, index, "apple", 10, textbook)] == [ids[1], ids[0]]
 
 
 def test_a_rare_word_outranks_common_ones_and_unknown_words_find_nothing(tmp_path: Path) -> None:
@@ -112,24 +124,24 @@ def test_a_rare_word_outranks_common_ones_and_unknown_words_find_nothing(tmp_pat
     ]
     index = index_with(tmp_path, texts)
     lexical = Lexical()
-    best = lexical.top(index, "kestrel meeting project", 3)
+    best = ranked(lexical, index, "kestrel meeting project", 3)
     assert index.chunks[best[0][0]].text == "the kestrel project meeting"
-    assert lexical.top(index, "zebra", 5) == []
+    assert ranked(lexical, index, "zebra", 5) == []
 
 
 def test_it_follows_the_index_adds_removes_and_drops(tmp_path: Path) -> None:
     index = index_with(tmp_path, ["alpha beta", "gamma"])
     lexical = Lexical()
-    assert len(lexical.top(index, "gamma", 5)) == 1
+    assert len(ranked(lexical, index, "gamma", 5)) == 1
     state = FileState(2, 2, "y")
     index.replace("semantic/b.md", [chunk("semantic/b.md", "gamma delta")], state)
-    assert len(lexical.top(index, "gamma", 5)) == 2
+    assert len(ranked(lexical, index, "gamma", 5)) == 2
     index.replace("semantic/a.md", [chunk("semantic/a.md", "alpha only")], state)
-    found = lexical.top(index, "gamma", 5)
+    found = ranked(lexical, index, "gamma", 5)
     assert [index.chunks[cid].path for cid, _ in found] == ["semantic/b.md"]
     assert lexical.live == 2
     index.drop()
-    assert lexical.top(index, "gamma", 5) == []
+    assert ranked(lexical, index, "gamma", 5) == []
     assert lexical.live == 0
 
 
@@ -142,7 +154,7 @@ def test_many_removals_rebuild_the_rows(tmp_path: Path) -> None:
         index.replace(
             "semantic/c.md", [chunk("semantic/c.md", t, n) for n, t in enumerate(texts)], state
         )
-        assert len(lexical.top(index, f"word{round_}", 500)) == 100
+        assert len(ranked(lexical, index, f"word{round_}", 500)) == 100
     assert lexical.live == 101
     assert len(lexical._ids) < 101 + 1000 + 200  # dead rows were dropped on the way
 

@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 
     from .sqlite import Index
 
-__all__ = ["Lexical", "document_terms", "query_tokens"]
+__all__ = ["Lexical", "document_terms", "query_tokens", "stemmed"]
 
 # Runs of letters and digits: combining marks (Indic vowel signs, Hebrew
 # points) separate tokens here as they do in unicode61.
@@ -97,15 +97,18 @@ def document_terms(text: str) -> list[str]:
 
 def query_tokens(query: str) -> list[str]:
     """The distinct terms of a query (function words dropped: ``text.query_terms``)."""
-    return list(dict.fromkeys(_term(word) for word in query_terms(query)))
+    return stemmed(query_terms(query))
+
+
+def stemmed(words: list[str]) -> list[str]:
+    """``text.query_terms`` output as indexed terms, distinct, in order."""
+    return list(dict.fromkeys(_term(word) for word in words))
 
 
 class Lexical:
     """BM25 over an ``Index``'s chunks (see the module)."""
 
-    def __init__(self, k1: float = 0.9, b: float = 0.4) -> None:
-        self.k1 = k1
-        self.b = b
+    def __init__(self) -> None:
         self._lock = threading.Lock()
         self._clear()
 
@@ -126,15 +129,18 @@ class Lexical:
     def live(self) -> int:
         return len(self._row_of)
 
-    def top(self, index: Index, query: str, limit: int) -> list[tuple[int, float]]:
-        """The ``limit`` best chunk ids for ``query`` with their BM25 scores, best first."""
-        terms = query_tokens(query)
+    def top(
+        self, index: Index, terms: list[str], limit: int, *, k1: float, b: float
+    ) -> list[tuple[int, float]]:
+        """The ``limit`` best chunk ids for the indexed ``terms`` (``stemmed``,
+        ``query_tokens``) with their BM25 scores (saturation ``k1``, length
+        normalisation ``b``), best first."""
         with self._lock:
             with index.lock:  # writers hold it: the mirror holds still while we read it
                 self._catch_up(index)
             if not terms or not self._row_of:
                 return []
-            return self._top(terms, limit)
+            return self._top(terms, limit, k1, b)
 
     def warm(self, index: Index) -> None:
         """Take in every change of ``index`` now (the first search need not)."""
@@ -196,7 +202,7 @@ class Lexical:
 
     # -- scoring --------------------------------------------------------------------
 
-    def _top(self, terms: list[str], limit: int) -> list[tuple[int, float]]:
+    def _top(self, terms: list[str], limit: int, k1: float, b: float) -> list[tuple[int, float]]:
         import numpy as np
 
         count = len(self._ids)
@@ -208,7 +214,6 @@ class Lexical:
         scores = self._scores[:count]
         scores.fill(0.0)
         touched = 0
-        k1, b = self.k1, self.b
         for term in terms:
             tid = self._vocab.get(term)
             if tid is None:

@@ -1,10 +1,9 @@
 """Hybrid search over an ``Index``: BM25 and vector candidates fused, then
 weighted by context, source, speaker, date and (optionally) recency.
 
-1. Candidates: the best ``candidates`` chunks by BM25 (``Lexical``, in RAM;
-   FTS5's ``bm25()`` when none is given) and by cosine similarity to the
-   query's embedding, each list filtered. The query's embedding and the vector
-   scan run on a worker thread while BM25 runs (both release the GIL).
+1. Candidates: the best ``candidates`` chunks by BM25 (``Lexical``, in RAM)
+   and by cosine similarity to the query's embedding (``Vectors``), each list
+   filtered.
 2. Fusion: ``w_bm25 * s_bm25 + w_vector * s_vector`` with each list's scores
    scaled to [0, 1] over its candidates (``minmax``), or weighted reciprocal
    rank fusion ``w / (RRF_K + rank)`` (``rrf``). A chunk missing from a list
@@ -22,9 +21,7 @@ With no embedder it is BM25 alone (step 1 has one list), and the caller says so.
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -32,9 +29,9 @@ from typing import TYPE_CHECKING, Any
 from ..errors import InvalidInput
 from .chunks import Chunk
 from .dates import dates_in
-from .lexical import Lexical
+from .lexical import Lexical, stemmed
 from .sqlite import Index
-from .text import fts_query, query_terms
+from .text import query_terms
 
 if TYPE_CHECKING:
     import numpy as np
@@ -332,9 +329,9 @@ def hybrid(
     k: int,
     filters: Filters,
     *,
+    lexical: Lexical,
     embed: Callable[[str], np.ndarray] | None = None,
     vectors: Vectors | None = None,
-    lexical: Lexical | None = None,
     weights: Weights = Weights(),  # noqa: B008 - frozen
     now: datetime | None = None,
     line_of: Callable[[Chunk], tuple[int, int]] | None = None,
@@ -342,20 +339,12 @@ def hybrid(
     """The ``k`` best chunks for ``query`` that ``filters`` accept."""
     chunks = index.chunks
     wide = max(weights.candidates, 4 * k)
-    pending: Future[list[tuple[int, float]]] | None = None
-    if embed is not None and vectors is not None and index.vectors and weights.vector:
-        nearest_to = vectors.top
-        pending = _worker().submit(lambda: _nearest(index, nearest_to, embed(query), wide, filters))
-    try:
-        if lexical is None:
-            found = index.bm25(fts_query(query_terms(query)), wide)
-        else:
-            if (lexical.k1, lexical.b) != (weights.k1, weights.b):
-                lexical.k1, lexical.b = weights.k1, weights.b
-            found = lexical.top(index, query, wide)
-    finally:
-        nearest = pending.result() if pending is not None else []
+    terms = query_terms(query)
+    found = lexical.top(index, stemmed(terms), wide, k1=weights.k1, b=weights.b)
     words = [(cid, score) for cid, score in found if cid in chunks and filters.accept(chunks[cid])]
+    nearest: list[tuple[int, float]] = []
+    if embed is not None and vectors is not None and index.vectors and weights.vector:
+        nearest = _nearest(index, vectors, embed(query), wide, filters)
     fused: dict[int, float] = {}
     for weight, ranked in ((weights.bm25, words), (weights.vector, nearest)):
         if not ranked:
@@ -371,7 +360,7 @@ def hybrid(
             fused[cid] = fused.get(cid, 0.0) + weight * part
     if weights.neighbours or weights.session:
         fused = _in_context(index, fused, filters, weights)
-    named = set(query_terms(query)) if weights.speaker else set()
+    named = set(terms) if weights.speaker else set()
     mentions = dates_in(query) if weights.date else []
     answer = _answer_type(query) if weights.when else None
     marks = index.marks
@@ -399,18 +388,14 @@ def hybrid(
 
 
 def _nearest(
-    index: Index,
-    nearest_to: Callable[[Index, np.ndarray, int], list[tuple[int, float]]],
-    query: np.ndarray,
-    wide: int,
-    filters: Filters,
+    index: Index, vectors: Vectors, query: np.ndarray, wide: int, filters: Filters
 ) -> list[tuple[int, float]]:
     """The ``wide`` chunks most like ``query`` that ``filters`` accept (asking the
     matrix for more while filters leave too few), a cosine <= 0 being no likeness."""
     chunks = index.chunks
     ask = wide + wide // 2
     while True:
-        found = nearest_to(index, query, ask)
+        found = vectors.top(index, query, ask)
         kept = [
             (cid, score)
             for cid, score in found
@@ -419,19 +404,6 @@ def _nearest(
         if len(kept) >= wide or len(found) < ask or found[-1][1] <= 0 or ask >= len(chunks):
             return kept[:wide]
         ask *= 4
-
-
-_POOL: ThreadPoolExecutor | None = None
-_POOL_LOCK = threading.Lock()
-
-
-def _worker() -> ThreadPoolExecutor:
-    """The one worker thread that embeds queries and scans vectors."""
-    global _POOL
-    with _POOL_LOCK:
-        if _POOL is None:
-            _POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memstrata-vectors")
-        return _POOL
 
 
 def _diversify(

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["fts_query", "index_text", "query_terms"]
+__all__ = ["index_text", "query_terms"]
 
 _APOSTROPHE = re.compile(r"(?<=[^\W\d_])['‘’`ʼ](?=[^\W\d_])")
 _CLITIC = re.compile(r"(?:s|t|re|ve|ll|d|m)(?![^\W_])", re.IGNORECASE)
@@ -91,9 +91,3 @@ def query_terms(text: str) -> list[str]:
         terms += [run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)]
     kept = [term for term in dict.fromkeys(terms) if term not in _STOP]
     return kept or list(dict.fromkeys(terms))
-
-
-def fts_query(terms: list[str]) -> str:
-    """An FTS5 MATCH expression: any of ``terms`` (each quoted, so no term is
-    read as an operator)."""
-    return " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
