@@ -249,17 +249,7 @@ class Index:
             for table in ("vectors", "chunks_fts", "chunks", "files"):
                 self._db.execute(f"DELETE FROM {table}")  # noqa: S608 - fixed names
             self._db.execute("COMMIT")
-            self.chunks.clear()
-            self.files.clear()
-            self.vectors.clear()
-            self.vector_log.append((0, 0))
-            self.chunk_log.append((0, 0))
-            self.marks.clear()
-            self.unembedded.clear()
-            self._by_path.clear()
-            self._by_ref.clear()
-            self._order.clear()
-            self.vector_model = None
+            self._clear_mirror()
 
     def _delete(self, ids: list[int]) -> None:
         db = self._db
@@ -326,16 +316,22 @@ class Index:
         self._order.pop(chunk.path, None)
 
     def _reload(self) -> None:
-        self._by_path.clear()
-        self._by_ref.clear()
-        self._order.clear()
+        self._clear_mirror()
+        self._load(self._db)
+
+    def _clear_mirror(self) -> None:
+        """Empty the RAM mirror; its followers (``Lexical``, ``Vectors``) start over."""
         self.chunks.clear()
         self.files.clear()
         self.vectors.clear()
         self.vector_log.append((0, 0))
         self.chunk_log.append((0, 0))
         self.marks.clear()
-        self._load(self._db)
+        self.unembedded.clear()
+        self._by_path.clear()
+        self._by_ref.clear()
+        self._order.clear()
+        self.vector_model = None
 
     # -- reads ---------------------------------------------------------------------
 
