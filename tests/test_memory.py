@@ -365,3 +365,17 @@ def test_a_secret_in_a_hand_written_memory_md_without_snapshot_is_not_kept(ws: P
     with Memory.open(ws) as memory:
         assert [i.text for i in memory.list()] == ["wifi password: [REDACTED:password]"]
     assert b"hunter2hunter2" not in _workspace_bytes(ws)
+
+
+def test_a_workspace_from_before_the_lock_turnstile_gets_it_ignored(ws: Path) -> None:
+    Memory.open(ws).close()
+    ignore = ws / ".memstrata" / ".gitignore"
+    assert "lock.gate" in ignore.read_text().split()
+    old = "# machine-local files of memstrata\nlock\n*.tmp-*\nindex.sqlite*"  # no final newline
+    ignore.write_text(old)
+    (ws / ".memstrata" / "lock.gate").unlink()
+    with Memory.open(ws) as memory:
+        memory.remember("the lock takes turns")
+    assert ignore.read_text() == old + "\nlock.gate\n"
+    Memory.open(ws).close()
+    assert ignore.read_text().count("lock.gate") == 1

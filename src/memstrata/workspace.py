@@ -178,7 +178,7 @@ def init_workspace(workspace: Workspace) -> list[str]:
         ignore = workspace.system / ".gitignore"
         if not ignore.exists():
             create_new(ignore, _SYSTEM_GITIGNORE.encode())
-        else:  # a workspace from before the lock's turnstile
+        elif not (workspace.system / "lock.gate").exists():  # from before the lock's turnstile
             known = ignore.read_text(encoding="utf-8", errors="replace")
             if "lock.gate" not in known.split():
                 with ignore.open("a", encoding="utf-8") as out:
