@@ -241,3 +241,11 @@ def test_two_processes_editing_one_file_lose_no_edit(tmp_path: Path) -> None:
         1 for before, after in zip(lines, lines[1:], strict=False) if before[0] != after[0]
     )
     assert switches >= 20, f"the writers took turns only {switches} times"
+
+
+def test_a_file_that_is_not_utf8_can_still_be_renamed(ws: Path) -> None:
+    with Memory.open(ws, embedder="none") as memory:
+        (ws / "memory" / "bin.md").write_bytes(b"\xff\xfe raw")
+        memory.rename_file("memory/bin.md", "memory/raw.md")
+    assert (ws / "memory" / "raw.md").read_bytes() == b"\xff\xfe raw"
+    assert not (ws / "memory" / "bin.md").exists()

@@ -451,3 +451,14 @@ def test_no_write_leaves_the_workspace(
     assert hostile.read_text() == "TOP SECRET\n"
     for name in files_of(workspace.path):
         assert not name.endswith("2") or name.startswith(".memstrata")
+
+
+def test_an_edit_of_a_file_that_is_not_utf8_is_refused_in_tool_terms(
+    tool: MemoryToolHandler, workspace: Workspace
+) -> None:
+    (workspace.path / "memory" / "bin.md").write_bytes(b"\xff\xfe")
+    answer = run(tool, "str_replace", path="/memories/memory/bin.md", old_str="a", new_str="b")
+    assert answer == (
+        "Error: /memories/memory/bin.md is not valid UTF-8 text; it cannot be shown or edited here."
+    )
+    assert (workspace.path / "memory" / "bin.md").read_bytes() == b"\xff\xfe"

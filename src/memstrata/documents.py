@@ -30,14 +30,26 @@ from .engine import Engine
 from .errors import Conflict, InvalidInput, NotFound
 from .files import staged_write, storage_errors
 from .model import Source, WriteEvent, now, parse_source
-from .store.docs import OP_DOC_DELETE, OP_DOC_PUT, OP_DOC_RENAME, digest, move, read_or_none
+from .store.docs import (
+    OP_DOC_DELETE,
+    OP_DOC_PUT,
+    OP_DOC_RENAME,
+    digest,
+    move,
+    read_or_none,
+    remove,
+)
 
-__all__ = ["Documents", "FileEdit"]
+__all__ = ["Documents", "FileEdit", "NotText"]
 
 RENDERED = "MEMORY.md"
 
 # Given the file's text (None when it does not exist), the new text (None: delete it).
 FileEdit = Callable[[str | None], str | None]
+
+
+class NotText(InvalidInput):
+    """The file to edit is not UTF-8 text."""
 
 
 class Documents(Engine):
@@ -70,7 +82,7 @@ class Documents(Engine):
                 if data is None:
                     raise NotFound(f"{relative} does not exist")
                 self._write(OP_DOC_DELETE, record, sync=True)
-                target.unlink()
+                remove(target)
                 event = WriteEvent("document", "delete", "", origin, relative)
             else:
                 new = _redact_changed(old or "", new)
@@ -111,7 +123,7 @@ class Documents(Engine):
             except FileExistsError:  # created by hand just now: the record's redo skips it
                 raise Conflict(f"{new_relative} already exists") from None
             self._after_write()
-        content = _text(data, new_relative)
+        content = data.decode("utf-8", errors="replace")  # the move is done: only tell
         self._notify(
             WriteEvent("document", "delete", "", origin, old_relative),
             WriteEvent("document", "put", content, origin, new_relative),
@@ -132,7 +144,7 @@ def _text(data: bytes, relative: str) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
-        raise InvalidInput(f"{relative} is not UTF-8 text; it cannot be edited") from None
+        raise NotText(f"{relative} is not UTF-8 text; it cannot be edited") from None
 
 
 def _redact_changed(old: str, new: str) -> str:

@@ -50,8 +50,8 @@ from pathlib import Path
 
 from .access import allowed, resolve
 from .capture.secrets import redact
-from .documents import Documents, FileEdit
-from .errors import Conflict, InvalidInput, MemstrataError, NotFound
+from .documents import Documents, FileEdit, NotText
+from .errors import Conflict, MemstrataError, NotFound
 
 __all__ = ["PREFIX", "MemoryToolHandler"]
 
@@ -287,10 +287,8 @@ class MemoryToolHandler:
         """Change ``relative`` through the journal (``Documents.edit_file``)."""
         try:
             self.memory.edit_file(relative, lambda text: edit(_crlf(text)))
-        except InvalidInput as exc:
-            if "not UTF-8" in str(exc):
-                raise _ToolError(_not_utf8(relative)) from None
-            raise
+        except NotText:
+            raise _ToolError(_not_utf8(relative)) from None
 
 
 def _text_arg(command: Mapping[str, object], name: str, *, default: str | None = None) -> str:

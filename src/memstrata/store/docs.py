@@ -51,8 +51,10 @@ __all__ = [
     "audit_entry",
     "digest",
     "is_doc_op",
+    "move",
     "read_or_none",
     "redo",
+    "remove",
 ]
 
 OP_DOC_PUT = "doc.put"
@@ -94,8 +96,7 @@ def redo(root: Path, record: Record) -> bool:
     if record.op == OP_DOC_DELETE:
         if current is None or current != data.get("before"):
             return False
-        target.unlink()
-        fsync_dir(target.parent)
+        remove(target)
         return True
     if record.op == OP_DOC_RENAME:
         destination = _inside(root, data.get("to"))
@@ -106,6 +107,12 @@ def redo(root: Path, record: Record) -> bool:
         move(target, destination)
         return True
     return False
+
+
+def remove(target: Path) -> None:
+    """Delete ``target`` durably (a power loss cannot bring it back)."""
+    target.unlink()
+    fsync_dir(target.parent)
 
 
 def move(source: Path, destination: Path) -> None:
