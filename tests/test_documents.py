@@ -249,3 +249,24 @@ def test_a_file_that_is_not_utf8_can_still_be_renamed(ws: Path) -> None:
         memory.rename_file("memory/bin.md", "memory/raw.md")
     assert (ws / "memory" / "raw.md").read_bytes() == b"\xff\xfe raw"
     assert not (ws / "memory" / "bin.md").exists()
+
+
+def test_a_checkpoint_hashes_each_file_once_not_each_record(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memstrata.store import docs
+
+    with Memory.open(ws, embedder="none", checkpoint_every_updates=10_000) as memory:
+        for n in range(50):
+            memory.edit_file("memory/log.md", lambda old, n=n: (old or "") + f"{n}\n")
+        redone: list[str] = []
+        real = docs.redo
+
+        def counted(root: Path, record: object) -> bool:
+            redone.append(record.data["path"])  # type: ignore[attr-defined]
+            return real(root, record)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(docs, "redo", counted)
+        memory.flush()
+        assert redone == ["memory/log.md"]
+    assert (ws / "memory" / "log.md").read_text().split() == [str(n) for n in range(50)]

@@ -298,11 +298,7 @@ class Engine:
             self._apply(record)
         return record
 
-    def _apply(self, record: Record, *, redo_docs: bool = False) -> None:
-        """Apply ``record`` to RAM; ``redo_docs`` (lock held) also redoes a
-        document change its writer may not have finished (``store.docs``)."""
-        if redo_docs and docs.is_doc_op(record.op):
-            docs.redo(self.workspace.path, record)
+    def _apply(self, record: Record) -> None:
         self._store.apply(record)
         self._lessons.apply(record)
         if record.op == OP_PUT:
@@ -316,8 +312,11 @@ class Engine:
     def _catch_up(self, *, repair: bool) -> None:
         """Apply what other processes appended; ``repair`` only with the lock held."""
         with storage_errors("read the journal"), self._state:
-            for record in self._journal.read_new(repair=repair):
-                self._apply(record, redo_docs=repair)
+            new = self._journal.read_new(repair=repair)
+            for record in new:
+                self._apply(record)
+            if repair:  # a document change its writer may not have finished
+                docs.redo_latest(self.workspace.path, new)
             if self._journal.gap and repair:
                 # Others checkpointed more than once since we last read: the
                 # records in between are only in their snapshot. Start from it.
@@ -333,7 +332,8 @@ class Engine:
     def _replay(self, records: builtins.list[Record]) -> None:
         """Apply journal records on top of a state just loaded from the files."""
         for record in records:
-            self._apply(record, redo_docs=True)
+            self._apply(record)
+        docs.redo_latest(self.workspace.path, records)  # (lock held)
         # A store rebuilt from MEMORY.md starts below the journal's base: never go back.
         self._store.lsn = max(self._store.lsn, self._journal.last_lsn)
 
@@ -382,9 +382,7 @@ class Engine:
             reason = f"corrupt journal record at byte {problem.offset}: {problem.reason}"
             self._quarantine("journal.wal", problem.data, reason)
         records = self._journal.records
-        for record in records:  # a writer may have died between logging and applying
-            if docs.is_doc_op(record.op):
-                docs.redo(ws.path, record)
+        docs.redo_latest(ws.path, records)  # a writer may have died between log and rename
         self._append_audit(ws.audit, [r for r in records if r.op.startswith("ltm.")])
         self._append_audit(ws.lessons_audit, [r for r in records if r.op.startswith("lesson.")])
         self._append_audit(

@@ -17,18 +17,19 @@ Invariants:
   fails here, before anything is logged), appends the record with fsync (the
   commit point), then renames the staged file into place. Nothing is
   acknowledged before the record is durable.
+* **Only a file's last record is redone.** A writer's own change is finished
+  before it answers, so only a writer that died between logging and renaming
+  leaves a record unfinished, and a later change to the same file was made on
+  the file as it then was (the dead writer never acknowledged its change).
+  ``redo_latest`` redoes the last record of each file (one hash per file, not
+  per record): opening does it for the whole journal, a writer for the
+  records it catches up on, and a checkpoint before it empties the journal.
 * **Redo is safe to repeat.** ``redo`` changes a file only while it is exactly
   as the record found it (its sha256 is ``before``); a file that already holds
-  the result, or that has moved on since (a later record, a hand edit), is
-  left alone. So whoever holds the workspace lock may redo any record any
-  number of times: opening does it for the whole journal, a writer for the
-  records it catches up on, and a checkpoint for every record before it
-  empties the journal, so a record whose writer died between logging and
-  renaming is never dropped.
-* Records are redone in journal order, so the end state of memstrata's own
-  changes is the last record's. Limit: a hash cannot tell a file re-created
-  by hand, byte for byte, as it was before a logged delete; until the next
-  checkpoint empties the journal, a redo of that delete removes it again.
+  the result, or that has moved on since (a hand edit), is left alone. Limit:
+  a hash cannot tell a file re-created by hand, byte for byte, as it was
+  before a logged delete; until a checkpoint empties the journal, a redo of
+  that delete removes it again.
 * Readers without the lock never redo (two redoers could otherwise race).
 * The audit keeps what changed, not the text: ``audit_entry`` drops it for a
   sha256 and a size.
@@ -38,6 +39,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +56,7 @@ __all__ = [
     "move",
     "read_or_none",
     "redo",
+    "redo_latest",
     "remove",
 ]
 
@@ -78,6 +81,29 @@ def read_or_none(path: Path) -> bytes | None:
         return path.read_bytes()
     except FileNotFoundError:
         return None
+
+
+def redo_latest(root: Path, records: Iterable[Record]) -> int:
+    """``redo`` each document record that no later one in ``records`` touches
+    (a rename touches both its names); how many changed a file."""
+    last: dict[str, Record] = {}
+    for record in records:
+        if is_doc_op(record.op):
+            for name in _names(record):
+                last[name] = record
+    latest = {id(record): record for record in last.values()}
+    return sum(
+        redo(root, record)
+        for record in latest.values()
+        if all(last[name] is record for name in _names(record))
+    )
+
+
+def _names(record: Record) -> list[str]:
+    names = [str(record.data.get("path"))]
+    if record.op == OP_DOC_RENAME:
+        names.append(str(record.data.get("to")))
+    return names
 
 
 def redo(root: Path, record: Record) -> bool:
