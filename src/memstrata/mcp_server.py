@@ -169,7 +169,7 @@ def _warm(memory: Memory) -> None:
     """Bring the index up to date and build its RAM side; a failure costs only
     speed (the first search does the same work and reports its own errors)."""
     try:
-        memory.reindex()
+        memory.reindex(warm=True)
     except (MemstrataError, OSError, RuntimeError, sqlite3.Error) as exc:  # closed at exit
         log.info("memstrata: warming the index failed: %s", exc)
 

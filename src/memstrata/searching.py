@@ -145,10 +145,13 @@ class Searching(Engine):
                 line_of=lambda chunk: self._line_of(state, chunk),
             )
 
-    def reindex(self, *, full: bool = False, progress: Progress | None = None) -> IndexReport:
+    def reindex(
+        self, *, full: bool = False, progress: Progress | None = None, warm: bool = False
+    ) -> IndexReport:
         """Bring the index up to date with every file now (``full``: drop it and
-        rebuild it from the files), and build what searches keep in RAM (the
-        BM25 postings, the vector matrix), so that the next search does not."""
+        rebuild it from the files); ``warm``: also build what searches keep in
+        RAM (the BM25 postings, the vector matrix), for a process that will
+        search next (a server), so that its first search does not."""
         self._check_open()
         state = self._searcher()
         with state.lock:
@@ -157,9 +160,10 @@ class Searching(Engine):
                 state.facts_generation = None  # compare the whole store again
             state.last_scan = 0.0
             report = self._sync(state, progress=progress)
-            state.lexical.warm(state.index)
-            if state.embedder is not None and state.index.vectors:
-                state.vectors.warm(state.index, state.embedder.dim)
+            if warm:
+                state.lexical.warm(state.index)
+                if state.embedder is not None and state.index.vectors:
+                    state.vectors.warm(state.index, state.embedder.dim)
             return report
 
     def index_status(self) -> dict[str, Any]:
