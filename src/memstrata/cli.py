@@ -219,6 +219,63 @@ def delete(workspace: str | None, group: str | None, item_id: str, as_json: bool
 
 @cli.command()
 @workspace_options
+@click.option("--limit", "-n", type=click.IntRange(min=0), default=None, help="Show at most N.")
+@json_option
+def forgotten(workspace: str | None, group: str | None, limit: int | None, as_json: bool) -> None:
+    """List facts deleted by `delete`/`forget` or by hand that can still be restored."""
+    with open_memory(workspace, group) as memory:
+        gone = memory.forgotten(limit)
+    if as_json:
+        print_json([entry.to_dict() for entry in gone])
+        return
+    if not gone:
+        console.print("Nothing forgotten within the retention period.")
+        return
+    table = Table(show_edge=False, pad_edge=False)
+    for column in ("id", "deleted", "how", "text"):
+        table.add_column(column, overflow="fold" if column == "text" else "ellipsis")
+    for entry in gone:
+        when = entry.at.strftime("%Y-%m-%d %H:%M")
+        table.add_row(entry.item.id, when, entry.reason, Text(entry.item.text))
+    console.print(table)
+
+
+@cli.command()
+@workspace_options
+@click.argument("item_id", metavar="ID")
+@json_option
+def restore(workspace: str | None, group: str | None, item_id: str, as_json: bool) -> None:
+    """Bring back a forgotten fact (see `memstrata forgotten`)."""
+    with open_memory(workspace, group) as memory:
+        item = memory.restore(item_id)
+    if as_json:
+        print_json(item.to_dict())
+    else:
+        console.print(f"Restored {item.id}: {item.text}", markup=False)
+
+
+@cli.command(name="accept-edit")
+@workspace_options
+@click.argument("stored", metavar="[QUARANTINED]", required=False)
+@json_option
+def accept_edit(
+    workspace: str | None, group: str | None, stored: str | None, as_json: bool
+) -> None:
+    """Take in a MEMORY.md that was set aside as damage (default: the newest).
+
+    Use it when a large deletion or a rewrite of MEMORY.md was meant; what it
+    deletes stays restorable.
+    """
+    with open_memory(workspace, group) as memory:
+        changes = memory.accept_edit(stored)
+    if as_json:
+        print_json({"changes": changes})
+    else:
+        console.print(f"Taken in: {changes} change(s).")
+
+
+@cli.command()
+@workspace_options
 def flush(workspace: str | None, group: str | None) -> None:
     """Write MEMORY.md and the snapshot now and empty the journal."""
     with open_memory(workspace, group) as memory:

@@ -39,6 +39,7 @@ class Settings:
     working_max_chars: int = 4000
     embedder: str = "minilm"
     session_summary_tokens: int = 8000
+    forgotten_retention_days: float = 30.0
 
     def __post_init__(self) -> None:
         for spec in fields(self):

@@ -21,9 +21,11 @@ from .errors import MemstrataError
 from .files import TEMP_MARK, list_quarantine
 from .journal import scan
 from .lock import lock_holder
-from .store import markdown
+from .model import now
+from .store import handedit, markdown
+from .store.handedit import RenderHistory
 from .store.lessons import LessonStore
-from .store.longterm import Snapshot
+from .store.longterm import LongTermStore, Snapshot
 from .workspace import Workspace
 
 __all__ = ["Finding", "Level", "diagnose"]
@@ -193,15 +195,33 @@ def _snapshot_and_markdown(ws: Workspace) -> list[Finding]:
                 Finding(Level.OK, "MEMORY.md", f"{len(parsed.lines)} fact line(s), as rendered")
             )
         else:
-            findings.append(
-                Finding(
-                    Level.INFO,
-                    "MEMORY.md",
-                    f"edited by hand since the last checkpoint ({len(parsed.lines)} fact "
-                    "line(s)); the next open takes the edits in",
-                )
-            )
+            findings.append(_hand_edit(ws, snapshot, data, parsed))
     return findings
+
+
+def _hand_edit(
+    ws: Workspace, snapshot: Snapshot, data: bytes, parsed: markdown.ParsedMemory
+) -> Finding:
+    """What the next checkpoint will make of a hand-edited MEMORY.md."""
+    store = LongTermStore()
+    store.reset(dict(snapshot.items), snapshot.lsn, snapshot.keys)
+    rendering = markdown.render(snapshot.items.values()).encode()
+    base = RenderHistory(ws.system / "rendered").base_for(data, lambda: rendering)
+    plan = handedit.plan(data, parsed, base, store, at=now())
+    if plan.damage is not None:
+        return Finding(
+            Level.WARN,
+            "MEMORY.md",
+            f"edited by hand, but it looks damaged ({plan.damage}): the next checkpoint sets it "
+            "aside in the quarantine and renders MEMORY.md again; if the change was meant, "
+            "run `memstrata accept-edit` after that",
+        )
+    return Finding(
+        Level.INFO,
+        "MEMORY.md",
+        f"edited by hand since the last checkpoint ({len(plan.changes)} change(s), "
+        f"{plan.deleted} deletion(s)); the next checkpoint takes them in",
+    )
 
 
 def _lessons(ws: Workspace) -> list[Finding]:
@@ -351,13 +371,22 @@ def _quarantine(ws: Workspace) -> list[Finding]:
         )
     ]
     for entry in entries:
+        if entry.original == "MEMORY.md" and entry.reason.startswith("damaged:"):
+            fix = (
+                f"if that change was meant, take it in with `memstrata accept-edit {entry.stored}`"
+                " (what it deletes stays restorable)"
+            )
+        else:
+            fix = (
+                f"to restore, repair the bytes and append them back to {entry.original}, "
+                "then delete the quarantined copy"
+            )
         findings.append(
             Finding(
                 Level.WARN,
                 "quarantine",
                 f"quarantined {entry.stored} ({entry.size} bytes) from {entry.original}: "
-                f"{entry.reason}; to restore, repair the bytes and append them back to "
-                f"{entry.original}, then delete the quarantined copy",
+                f"{entry.reason}; {fix}",
             )
         )
     return findings

@@ -9,9 +9,13 @@ Invariants (on top of ``journal``, ``store.longterm`` and ``store.lessons``):
   (``_catch_up``), then appends and applies its own record (``_write``).
 * **Reads are served from RAM**: ``_refresh`` costs one ``stat`` of the
   journal to pick up other processes' writes.
-* **Checkpoints** fold hand edits of MEMORY.md in, append the journal to the
-  audit logs (``LTM_AUDIT.jsonl``, ``LESSONS_AUDIT.jsonl``), render MEMORY.md,
-  LESSONS.jsonl and the snapshot atomically, and only then empty the journal.
+* **Checkpoints** take hand edits of MEMORY.md in (checked as proposals:
+  ``store.handedit``), append the journal to the audit logs
+  (``LTM_AUDIT.jsonl``, ``LESSONS_AUDIT.jsonl``), render MEMORY.md (never over
+  a save it has not taken in: ``store.memory_file``), LESSONS.jsonl and the
+  snapshot atomically, and only then empty the journal. A MEMORY.md that
+  looks like a save in progress defers the checkpoint (the journal keeps
+  every record until the next one).
 * **Open never crashes on bad files**: a torn journal tail, a corrupt
   snapshot, undecodable MEMORY.md lines, malformed lessons go to the
   quarantine and are listed in ``notices``.
@@ -27,9 +31,10 @@ import functools
 import json
 import logging
 import threading
+import time
 import weakref
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -48,8 +53,8 @@ from .files import (
 )
 from .journal import Journal, Record
 from .lock import WorkspaceLock
-from .model import Item, Source, WriteEvent, clean_text, now
-from .store import docs, markdown
+from .model import MAX_TEXT_CHARS, Item, Source, WriteEvent, clean_text, now
+from .store import docs, handedit, markdown
 from .store.lessons import LessonStore
 from .store.longterm import (
     OP_DELETE,
@@ -59,8 +64,8 @@ from .store.longterm import (
     LongTermStore,
     Snapshot,
     items_from_markdown,
-    plan_hand_edits,
 )
+from .store.memory_file import MemoryFile
 from .workspace import Workspace
 
 __all__ = ["Engine", "WriteHook", "safe_text"]
@@ -74,6 +79,12 @@ _OPEN: weakref.WeakSet[Engine] = weakref.WeakSet()
 # Ids kept in the change log of long-term items before it is started again (a
 # new generation: its readers then compare the whole store once).
 FACT_LOG_LIMIT = 100_000
+# Items a journal record of taken-in hand edits carries at most.
+_CHANGES_PER_RECORD = 1000
+# Renderings a checkpoint tries while MEMORY.md keeps changing under it.
+_REPLACE_TRIES = 4
+# How long open waits for a MEMORY.md save that looks in progress.
+_OPEN_SETTLE_WAIT = 3.0
 
 
 class Engine:
@@ -102,7 +113,7 @@ class Engine:
             flush_interval_seconds=settings.flush_interval_seconds,
             on_quarantine=functools.partial(quarantine_bytes, workspace.quarantine, "journal.wal"),
         )
-        self._markdown: Fingerprint | None = None
+        self._memory_md = MemoryFile(workspace.memory_md, workspace.system / "rendered")
         self._header_seen: dict[str, Any] | None = None  # journal header already taken in
         self._notices: list[str] = []
         self._checkpoint_timer: threading.Timer | None = None
@@ -136,8 +147,7 @@ class Engine:
 
     def _flush_locked(self) -> None:
         self._catch_up(repair=True)
-        current = self._markdown is not None and self._markdown.matches(self.workspace.memory_md)
-        if self._journal.records or not current:
+        if self._journal.records or not self._memory_md.unchanged():
             self._checkpoint()
         else:
             self._journal.sync()
@@ -202,14 +212,12 @@ class Engine:
         self._header_seen = self._journal.header
         for problem in self._journal.problems:
             self._notice(f"journal: {problem.kind} record at byte {problem.offset} set aside")
-        changed = False
+        changed: bool | None = False
         if snapshot is not None:
-            if ws.memory_md.exists():
-                changed = self._fold_hand_edits(snapshot.items)
-            else:
-                self._notice("MEMORY.md was missing; it is rendered again from the snapshot")
-                changed = True
-        if snapshot is None or changed or self._lessons_dirty or self._journal.take_corrupt():
+            changed = self._take_in_markdown(wait=True)
+        if changed is None:  # a save still in progress: the next checkpoint takes it in
+            self._defer_checkpoint()
+        elif snapshot is None or changed or self._lessons_dirty or self._journal.take_corrupt():
             self._checkpoint()
 
     def _reset_from_files(self) -> Snapshot | None:
@@ -218,12 +226,15 @@ class Engine:
         self.fact_changes = []
         snapshot = self._read_snapshot()
         if snapshot is not None:
-            self._store.reset(dict(snapshot.items), snapshot.lsn, snapshot.keys)
-            self._markdown = snapshot.markdown
-        elif self.workspace.memory_md.exists():
-            parsed = self._parse_memory_md(self.workspace.memory_md.read_bytes())
-            items = items_from_markdown(parsed, at=now())
+            self._store.reset(dict(snapshot.items), snapshot.lsn, snapshot.keys, snapshot.forgotten)
+            self._memory_md.known = snapshot.markdown
+        elif (found := self._memory_md.read()) is not None:
+            fingerprint, data = found
+            parsed = self._parse_memory_md(data)
+            lines = [line for line in parsed.lines if not self._too_long(line)]
+            items = items_from_markdown(markdown.ParsedMemory(lines, parsed.bad), at=now())
             self._store.reset({key: self._without_secrets(i) for key, i in items.items()}, 0)
+            self._memory_md.known = fingerprint  # taken in whole: no snapshot to merge with
         self._load_lessons()
         return snapshot
 
@@ -258,21 +269,82 @@ class Engine:
             self._notice(f"{exc}; moved to quarantine and rebuilt from MEMORY.md")
             return None
 
-    def _fold_hand_edits(self, base: dict[str, Item]) -> bool:
-        """Journal and apply the hand edits of MEMORY.md; True if the file was edited."""
-        path = self.workspace.memory_md
-        if self._markdown is not None and self._markdown.matches(path):
+    def _take_in_markdown(self, *, wait: bool) -> bool | None:
+        """Take a hand edit of MEMORY.md in (lock held): True when the file must be
+        rendered again, False when it holds what the engine last saw, None when
+        it looks like a save still in progress (``wait``: give it a moment first)."""
+        deadline = time.monotonic() + (_OPEN_SETTLE_WAIT if wait else 0.0)
+        while not self._memory_md.unchanged():
+            found = self._memory_md.read()
+            if found is None:
+                if self._memory_md.known is not None:
+                    self._notice("MEMORY.md was missing; it is rendered again")
+                self._memory_md.known = None
+                return True
+            fingerprint, data = found
+            if self._propose(data, fingerprint.mtime_ns) is not None:
+                self._memory_md.known = fingerprint
+                return True
+            if time.monotonic() >= deadline:
+                return None
+            time.sleep(handedit.SETTLE_SECONDS / 5)
+        return False
+
+    def _propose(
+        self, data: bytes, modified_ns: int | None, *, check: bool = True
+    ) -> handedit.Plan | None:
+        """Apply a saved MEMORY.md relative to the content it started from, or set
+        it aside as damage (the plan says which); None (nothing done) when it
+        changed too recently to tell a save in progress from a deletion
+        (``modified_ns``; None: settled)."""
+        parsed = markdown.parse(data)
+        base = self._memory_md.history.base_for(data, self._snapshot_rendering)
+        plan = handedit.plan(data, parsed, base, self._store, at=now(), check=check)
+        in_progress = modified_ns is not None and not handedit.settled(modified_ns)
+        if in_progress and (plan.damage or plan.deleted):
+            return None
+        if plan.damage is not None:
+            self._quarantine("MEMORY.md", data, f"damaged: {plan.damage}")
+            self._notice(
+                f"MEMORY.md looked damaged ({plan.damage}): it is kept in the quarantine and "
+                "MEMORY.md is rendered again from memory; if the change was meant, take it "
+                "in with `memstrata accept-edit`"
+            )
+            return plan
+        for bad in parsed.bad:
+            self._quarantine("MEMORY.md", bad.raw, f"line {bad.line_no} is not valid UTF-8")
+        for line in plan.too_long:
+            self._too_long(line)
+        self._write_changes(plan.changes)
+        if plan.changes:
+            self._notice(f"MEMORY.md was edited by hand: {len(plan.changes)} change(s) taken in")
+        if plan.deleted:
+            self._notice(
+                f"{plan.deleted} fact(s) deleted by hand; `memstrata forgotten` lists them "
+                "and `memstrata restore ID` brings one back"
+            )
+        for conflict in plan.conflicts:
+            self._notice(f"MEMORY.md: {conflict}")
+        # The base of the person's next save; kept without what it must not keep.
+        self._memory_md.history.add(redact(data.decode("utf-8", "replace")).text.encode())
+        return plan
+
+    def _too_long(self, line: markdown.MemoryLine) -> bool:
+        """Set a MEMORY.md line over the fact length limit aside (True if it was)."""
+        if len(line.text) <= MAX_TEXT_CHARS:
             return False
-        fingerprint, data = Fingerprint.read(path)
-        parsed = self._parse_memory_md(data)
-        changes = plan_hand_edits(parsed, base, self._store, at=now())
-        for change in changes:
-            self._write_change(change)
-        if changes:
-            self._journal.sync()
-            self._notice(f"MEMORY.md was edited by hand: {len(changes)} change(s) taken in")
-        self._markdown = fingerprint  # taken in: the next checkpoint must not read it again
-        return True  # the file must be rendered again, or the same edit is read twice
+        raw = line.text.encode("utf-8", "replace")
+        self._quarantine("MEMORY.md", raw, f"line {line.line_no} is over {MAX_TEXT_CHARS} chars")
+        self._notice(
+            f"MEMORY.md line {line.line_no} has {len(line.text)} characters, over the "
+            f"{MAX_TEXT_CHARS} a fact may have; set aside in the quarantine"
+        )
+        return True
+
+    def _snapshot_rendering(self) -> bytes:
+        """MEMORY.md as the last checkpoint rendered it (the fallback merge base)."""
+        snapshot = self._read_snapshot()
+        return markdown.render(snapshot.items.values()).encode() if snapshot else b""
 
     def _without_secrets(self, item: Item) -> Item:
         """``item`` from MEMORY.md with any secret a person typed into it redacted."""
@@ -282,13 +354,23 @@ class Engine:
         self._notice(f"MEMORY.md: {', '.join(safe.kinds)} redacted from item {item.id}")
         return item.evolve(text=safe.text)
 
-    def _write_change(self, change: Change) -> None:
-        if change.item is not None:
-            item = self._without_secrets(change.item)
-            payload = {"items": [item.to_dict()], "reason": change.reason}
-            self._write(OP_PUT, payload, sync=False)
-        elif change.delete_id is not None:
-            self._write(OP_DELETE, {"ids": [change.delete_id], "reason": change.reason}, False)
+    def _write_changes(self, changes: builtins.list[Change]) -> None:
+        """Journal planned changes in a few records (lock held), then sync."""
+        puts = [self._without_secrets(c.item).to_dict() for c in changes if c.item is not None]
+        deletes = [c.delete_id for c in changes if c.delete_id is not None]
+        for start in range(0, len(puts), _CHANGES_PER_RECORD):
+            chunk = puts[start : start + _CHANGES_PER_RECORD]
+            self._write(OP_PUT, {"items": chunk, "reason": "hand_edit"}, sync=False)
+        if deletes:
+            self._delete(deletes, "hand_delete", sync=False)
+        if changes:
+            self._journal.sync()
+
+    def _delete(self, ids: builtins.list[str], reason: str, *, sync: bool) -> Record:
+        """Journal and apply a deletion (lock held); ``forget`` and hand deletes stay
+        restorable (``LongTermStore.forgotten``)."""
+        payload = {"ids": ids, "reason": reason, "at": now().isoformat()}
+        return self._write(OP_DELETE, payload, sync=sync)
 
     # -- internals: journal and checkpoints ----------------------------------
 
@@ -327,7 +409,7 @@ class Engine:
                 self._header_seen = self._journal.header
                 header = Fingerprint.from_dict(self._header_seen.get("markdown"))
                 if header is not None:
-                    self._markdown = header
+                    self._memory_md.known = header
 
     def _replay(self, records: builtins.list[Record]) -> None:
         """Apply journal records on top of a state just loaded from the files."""
@@ -367,16 +449,32 @@ class Engine:
         if timer is not None:
             timer.cancel()
 
-    def _checkpoint(self) -> None:
-        """Render the canonical files and empty the journal (lock held, caught up)."""
+    def _checkpoint(self) -> bool:
+        """Render the canonical files and empty the journal (lock held, caught up).
+
+        False when MEMORY.md looks like a save in progress: the journal then
+        keeps its records and a timer tries again once the file has settled.
+        """
         self._cancel_checkpoint_timer()
         ws = self.workspace
-        edited = self._markdown is not None and not self._markdown.matches(ws.memory_md)
-        if edited and ws.memory_md.exists():
-            base = self._read_snapshot()
-            self._fold_hand_edits(base.items if base is not None else {})
         if self.settings.max_items and len(self._store.items) > self.settings.max_items * 1.1:
             self._compact_locked(self.settings.max_items)
+        for _ in range(_REPLACE_TRIES):
+            if self._take_in_markdown(wait=False) is None:
+                return self._defer_checkpoint()
+            with self._state:
+                rendered = self._store.render()
+            replaced = self._memory_md.replace(rendered)
+            if replaced.rescued is not None:
+                self._notice(
+                    "an editor saved MEMORY.md while it was rewritten: the save is taken in"
+                )
+                self._propose(replaced.rescued, None)
+                continue  # render again with the rescued save in
+            if replaced.done:
+                break
+        else:
+            return self._defer_checkpoint()
         self._journal.sync()
         for problem in self._journal.take_corrupt():
             reason = f"corrupt journal record at byte {problem.offset}: {problem.reason}"
@@ -388,19 +486,31 @@ class Engine:
         self._append_audit(
             ws.documents_audit, [r for r in records if docs.is_doc_op(r.op)], docs.audit_entry
         )
+        retention = timedelta(days=self.settings.forgotten_retention_days)
         with self._state:
-            rendered = self._store.render()
+            self._store.expire_forgotten(now() - retention)
             lsn = self._store.lsn
             rows = self._store.snapshot_rows()
+            forgotten = builtins.list(self._store.forgotten.values())
             lessons = self._lessons.render()
         if lessons or ws.lessons.exists():
             atomic_write(ws.lessons, lessons)
         self._lessons_dirty = False
-        atomic_write(ws.memory_md, rendered)
-        fingerprint = Fingerprint.of(ws.memory_md, rendered)
-        atomic_write(ws.snapshot, Snapshot.encode(lsn, fingerprint, rows))
+        fingerprint = self._memory_md.known
+        assert fingerprint is not None  # replaced just now
+        atomic_write(ws.snapshot, Snapshot.encode(lsn, fingerprint, rows, forgotten))
         self._journal.reset(lsn, {"markdown": fingerprint.to_dict()})
-        self._markdown = fingerprint
+        return True
+
+    def _defer_checkpoint(self) -> bool:
+        """Keep the journal (synced) and try the checkpoint again a moment later."""
+        self._journal.sync()
+        if self._checkpoint_timer is None and not self._closed:
+            timer = threading.Timer(2 * handedit.SETTLE_SECONDS, self._on_timer)
+            timer.daemon = True
+            self._checkpoint_timer = timer
+            timer.start()
+        return False
 
     def _append_audit(
         self,

@@ -65,7 +65,7 @@ from .store.lessons import (
     describe_args,
     tool_failure_lesson,
 )
-from .store.longterm import OP_DELETE, OP_PUT
+from .store.longterm import OP_PUT, Forgotten
 from .transcripts import Transcripts
 from .workspace import Workspace, init_workspace
 
@@ -202,15 +202,80 @@ class Memory(Transcripts, Layers, Documents, Prompting):
         return WriteEvent("fact", "put", live.text, live.source, "MEMORY.md", live.session, ids)
 
     def forget(self, item_id: str) -> Item:
-        """Delete an item for good (durable on return); returns what was deleted."""
+        """Delete an item (durable on return); returns what was deleted.
+
+        It stays restorable for ``forgotten_retention_days`` (``forgotten``,
+        ``restore``).
+        """
         self._check_open()
         with storage_errors("write to the journal"), self._lock:
             self._catch_up(repair=True)
             item = self._require(item_id)
-            self._write(OP_DELETE, {"ids": [item.id], "reason": "forget"}, sync=True)
+            self._delete([item.id], "forget", sync=True)
             self._after_write()
         self._notify(WriteEvent("fact", "delete", "", item.source, "MEMORY.md", ids=(item.id,)))
         return item
+
+    def forgotten(self, limit: int | None = None) -> builtins.list[Forgotten]:
+        """Facts deleted by ``forget`` or by hand that can still be restored, newest first."""
+        if limit is not None and (
+            isinstance(limit, bool) or not isinstance(limit, int) or limit < 0
+        ):
+            raise InvalidInput(f"limit must be a whole number >= 0, not {limit!r}")
+        self._check_open()
+        self._refresh()
+        with self._state:
+            gone = sorted(self._store.forgotten.values(), key=lambda f: (f.at, f.item.id))
+        gone.reverse()
+        return gone if limit is None else gone[:limit]
+
+    def restore(self, item_id: str) -> Item:
+        """Bring a forgotten fact back as it was (journaled, durable on return)."""
+        if not isinstance(item_id, str) or not item_id.strip():
+            raise InvalidInput("an item id is required")
+        wanted = item_id.strip().lstrip("^")
+        self._check_open()
+        with storage_errors("write to the journal"), self._lock:
+            self._catch_up(repair=True)
+            entry = self._store.forgotten.get(wanted)
+            if entry is None:
+                if wanted in self._store.items:
+                    raise Conflict(f"item {wanted} is not forgotten")
+                raise NotFound(f"no forgotten item with id {item_id!r} (or its retention ended)")
+            same = self._store.find_live(entry.item.text, entry.item.user)
+            if entry.item.is_live and same is not None:
+                raise Conflict(f"a live fact already says this: {same.id}")
+            item = entry.item.evolve(updated_at=now())
+            event = self._put_items([item], "restore", sync=True)
+            self._after_write()
+        self._notify(event)
+        return item
+
+    def accept_edit(self, stored: str | None = None) -> int:
+        """Take in a MEMORY.md that was set aside as damage, as the person saved it.
+
+        ``stored`` names the quarantined file (``list_quarantine``); by default
+        the newest MEMORY.md there. Its changes are applied relative to the
+        content it started from, without the damage checks; what it deletes
+        stays restorable. Returns the number of changes taken in.
+        """
+        self._check_open()
+        entries = [
+            e
+            for e in list_quarantine(self.workspace.quarantine)
+            if e.original == "MEMORY.md" and e.reason.startswith("damaged:")
+        ]
+        if stored is not None:
+            entries = [e for e in entries if e.stored == stored]
+        if not entries:
+            which = f" named {stored!r}" if stored else ""
+            raise NotFound(f"no damaged MEMORY.md{which} in the quarantine")
+        data = (self.workspace.quarantine / entries[-1].stored).read_bytes()
+        with storage_errors("take the edit in"), self._lock:
+            self._catch_up(repair=True)
+            plan = self._propose(data, None, check=False)
+            self._checkpoint()
+        return len(plan.changes) if plan is not None else 0
 
     # -- capture (issue 4: before the agent answers) ---------------------------
 

@@ -13,10 +13,14 @@ Invariants:
   journal record changes RAM, and applying the same record twice is harmless
   (puts carry the whole item, deletes are by id).
 * A MEMORY.md whose fingerprint differs from the one recorded at the last
-  checkpoint was edited by hand. ``plan_hand_edits`` turns the difference
-  between the file and the items it was rendered from into put/delete
-  changes, which the caller journals like any other write -- so a hand edit
-  is never overwritten and never applied twice.
+  checkpoint was edited by hand. ``store.handedit`` turns the difference
+  between the file and the content it started from into put/delete changes,
+  which the caller journals like any other write -- so a hand edit is never
+  overwritten and never applied twice.
+* **Nothing forgotten is gone at once.** An item deleted by ``forget`` or by
+  hand moves to ``forgotten`` (with when and why), is kept in the snapshot
+  for the retention period, and a put of the same id (``restore``) brings it
+  back. Deletions for other reasons (``compact``) are final.
 * A snapshot that cannot be read is the caller's to quarantine; the items are
   then rebuilt from MEMORY.md (``items_from_markdown``).
 """
@@ -38,23 +42,25 @@ from ..errors import Corrupt, InvalidInput
 from ..journal import Record
 from ..model import (
     DEFAULT_CATEGORY,
-    ID_PATTERN,
     KEY_VERSION,
     Item,
     Source,
     dedupe_key,
     new_item_id,
     normalize_text,
+    now,
+    parse_time,
+    parse_time_or_none,
 )
 from . import markdown
 
 __all__ = [
     "Change",
     "Fingerprint",
+    "Forgotten",
     "LongTermStore",
     "Snapshot",
     "items_from_markdown",
-    "plan_hand_edits",
     "snapshot_row",
 ]
 
@@ -131,6 +137,7 @@ class Snapshot:
     markdown: Fingerprint | None
     items: dict[str, Item]
     keys: dict[str, str] | None = None
+    forgotten: dict[str, Forgotten] = field(default_factory=dict)
 
     @classmethod
     def load(cls, path: Path) -> Snapshot:
@@ -156,16 +163,24 @@ class Snapshot:
             if keys is not None and "key" in row:
                 keys[row["key"]] = item.id
         fingerprint = Fingerprint.from_dict(data.get("markdown"))
-        return cls(int(data["lsn"]), fingerprint, items, keys)
+        forgotten = [Forgotten.from_dict(row) for row in data.get("forgotten", [])]
+        gone = {entry.item.id: entry for entry in forgotten if entry.item.id not in items}
+        return cls(int(data["lsn"]), fingerprint, items, keys, gone)
 
     @staticmethod
-    def encode(lsn: int, markdown: Fingerprint, rows: Iterable[str]) -> bytes:
+    def encode(
+        lsn: int,
+        markdown: Fingerprint,
+        rows: Iterable[str],
+        forgotten: Iterable[Forgotten] = (),
+    ) -> bytes:
         """The file's bytes, from one JSON object text per item (``snapshot_row``)."""
         head = {
             "format": SNAPSHOT_FORMAT,
             "lsn": lsn,
             "markdown": markdown.to_dict(),
             "key_version": KEY_VERSION,
+            "forgotten": [entry.to_dict() for entry in forgotten],
         }
         opening = json.dumps(head, separators=(",", ":"))[:-1]
         return f'{opening},"items":[{",".join(rows)}]}}'.encode()
@@ -177,6 +192,28 @@ def snapshot_row(item: Item, key: str | None) -> str:
     if key is not None:
         row["key"] = key
     return json.dumps(row, ensure_ascii=False, separators=(",", ":"))
+
+
+# Deletions whose items stay restorable (``LongTermStore.forgotten``).
+RESTORABLE = frozenset({"forget", "hand_delete"})
+
+
+@dataclass(frozen=True, slots=True)
+class Forgotten:
+    """An item deleted by ``forget`` or by hand, restorable until the retention ends."""
+
+    item: Item
+    at: datetime
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"item": self.item.to_dict(), "at": self.at.isoformat(), "reason": self.reason}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Forgotten:
+        if not isinstance(data, dict):
+            raise ValueError("a forgotten entry must be an object")
+        return cls(Item.from_dict(data["item"]), parse_time(data["at"]), str(data["reason"]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,6 +231,7 @@ class LongTermStore:
 
     items: dict[str, Item] = field(default_factory=dict)
     lsn: int = 0
+    forgotten: dict[str, Forgotten] = field(default_factory=dict)
     _by_key: dict[str, str] = field(default_factory=dict)
     # id -> (item, its snapshot row): items are immutable, so a row stays valid
     # while the very same object is in ``items``; checkpoints re-encode only changes.
@@ -207,10 +245,17 @@ class LongTermStore:
     def _reindex(self) -> None:
         self._by_key = {item.key: item.id for item in self.items.values() if item.is_live}
 
-    def reset(self, items: dict[str, Item], lsn: int, keys: dict[str, str] | None = None) -> None:
+    def reset(
+        self,
+        items: dict[str, Item],
+        lsn: int,
+        keys: dict[str, str] | None = None,
+        forgotten: dict[str, Forgotten] | None = None,
+    ) -> None:
         """Replace the whole state (after loading a snapshot); ``keys`` as in ``Snapshot``."""
         self.items = items
         self.lsn = lsn
+        self.forgotten = dict(forgotten or {})
         self._in_order = None
         if keys is None:
             self._reindex()
@@ -238,8 +283,16 @@ class LongTermStore:
             for data in record.data["items"]:  # several items change together, atomically
                 self._put(Item.from_dict(data))
         elif record.op == OP_DELETE:
+            reason = str(record.data.get("reason", ""))
+            at = parse_time_or_none(record.data.get("at")) or now()
             for item_id in record.data["ids"]:
-                self._drop(item_id)
+                old = self._drop(item_id)
+                if old is not None and reason in RESTORABLE:
+                    self.forgotten[item_id] = Forgotten(old, at, reason)
+
+    def expire_forgotten(self, before: datetime) -> None:
+        """Let go of forgotten items deleted before ``before`` (the retention ended)."""
+        self.forgotten = {k: v for k, v in self.forgotten.items() if v.at >= before}
 
     def _put(self, item: Item) -> None:
         old = self.items.get(item.id)
@@ -253,13 +306,15 @@ class LongTermStore:
             if (item.created_at, item.id) < (last.created_at, last.id):
                 self._in_order = False
         self.items[item.id] = item  # an update keeps its place
+        self.forgotten.pop(item.id, None)  # restored (or its id reused)
         if item.is_live:
             self._by_key[item.key] = item.id
 
-    def _drop(self, item_id: str) -> None:
+    def _drop(self, item_id: str) -> Item | None:
         old = self.items.pop(item_id, None)
         if old is not None and self._by_key.get(old.key) == item_id:
             del self._by_key[old.key]
+        return old
 
     def newest(self, accept: Callable[[Item], bool], limit: int | None) -> list[Item]:
         """Items ``accept`` takes, newest first by (created_at, id), at most ``limit``."""
@@ -287,8 +342,11 @@ class LongTermStore:
         return self.items.get(item_id) if item_id else None
 
     def unused_id(self) -> str:
-        """A fresh id no item has."""
-        return _fresh(self.items)
+        """A fresh id no item (nor a forgotten one) has."""
+        while True:
+            candidate = _fresh(self.items)
+            if candidate not in self.forgotten:
+                return candidate
 
     def render(self) -> bytes:
         return markdown.render(self.items.values()).encode()
@@ -317,52 +375,6 @@ def _fresh(items: dict[str, Item]) -> str:
             return candidate
 
 
-def plan_hand_edits(
-    parsed: markdown.ParsedMemory,
-    base: dict[str, Item],
-    current: LongTermStore,
-    *,
-    at: datetime,
-) -> list[Change]:
-    """Changes that carry a hand-edited MEMORY.md into ``current``.
-
-    ``base`` holds the items the file was last rendered from: a line equal to
-    its base form was not touched by hand and changes nothing (even if the
-    journal has moved the item on since). Lines without an id are new facts
-    (source user) unless a live fact says the same; ids that were rendered but
-    are gone from the file were deleted by hand. Undecodable lines that still
-    show an id keep their item (nothing is deleted because of corruption).
-    """
-    changes: list[Change] = []
-    seen_ids: set[str] = {bad.item_id for bad in parsed.bad if bad.item_id}
-    new_keys: set[str] = set()
-    for line in parsed.lines:
-        item_id = line.item_id if line.item_id not in seen_ids else None
-        reference = base.get(item_id) if item_id else None
-        existing = current.items.get(item_id) if item_id else None
-        if item_id:
-            seen_ids.add(item_id)
-        if existing is None and reference is not None:
-            continue  # deleted since the file was rendered: the deletion stands
-        if existing is None:
-            key = normalize_text(line.text)
-            if line.archived or key in new_keys or current.find_live(line.text) is not None:
-                continue
-            new_keys.add(key)
-            item_id = item_id if item_id and ID_PATTERN.fullmatch(item_id) else None
-            item = _line_item(line, item_id or current.unused_id(), Source.USER, at)
-            changes.append(Change("hand_edit", item=item))
-            continue
-        was = reference or existing
-        edited = _edit(existing, was, line, at)
-        if edited is not None:
-            changes.append(Change("hand_edit", item=edited))
-    for item_id in base.keys() - seen_ids:
-        if item_id in current.items:
-            changes.append(Change("hand_delete", delete_id=item_id))
-    return changes
-
-
 def _line_item(line: markdown.MemoryLine, item_id: str, source: Source, at: datetime) -> Item:
     """A new item for a line of MEMORY.md that no item stands behind."""
     return Item(
@@ -375,21 +387,6 @@ def _line_item(line: markdown.MemoryLine, item_id: str, source: Source, at: date
         valid_from=at,
         valid_to=at if line.archived else None,
     )
-
-
-def _edit(existing: Item, was: Item, line: markdown.MemoryLine, at: datetime) -> Item | None:
-    changes: dict[str, Any] = {}
-    if line.text != was.text and line.text != existing.text:
-        changes["text"] = line.text
-    if not line.archived and line.category != was.category and line.category != existing.category:
-        changes["category"] = line.category
-    if line.archived != (not was.is_live) and line.archived == existing.is_live:
-        changes["valid_to"] = at if line.archived else None
-        if not line.archived:
-            changes["superseded_by"] = None
-    if not changes:
-        return None
-    return existing.evolve(updated_at=at, **changes)
 
 
 @contextmanager

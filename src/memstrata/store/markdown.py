@@ -41,10 +41,12 @@ from ..model import (
 __all__ = ["BadLine", "MemoryLine", "ParsedMemory", "parse", "render"]
 
 TITLE = "# MEMORY.md -- Long-Term Memory"
+TITLE_MARK = "# MEMORY.md"  # what a file must still start a line with to be a MEMORY.md
 GUIDE = (
     "<!-- memstrata: one fact per line; the ^id at the end of a line is its stable id.\n"
     "     Edit, add (no id needed), move between sections or delete lines by hand:\n"
-    "     memstrata picks the change up the next time it opens this workspace. -->"
+    "     memstrata takes the change in at its next checkpoint. Deleted facts stay\n"
+    "     restorable: `memstrata forgotten`, `memstrata restore ID`. -->"
 )
 _ITEM = re.compile(r"^\s{0,3}[-*+]\s+(?P<body>.*?)\s*$")
 _BLOCK_ID = re.compile(r"^(?P<text>.*?)\s+\^(?P<id>" + ID_PATTERN.pattern + r")$")
