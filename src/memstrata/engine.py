@@ -21,6 +21,10 @@ Invariants (on top of ``journal``, ``store.longterm`` and ``store.lessons``):
   quarantine and are listed in ``notices``.
 * **Write hooks** run after a write is durable and the lock is released; a
   hook that raises is logged, never undoes the write.
+* **A read-only workspace** (a read-only mount, no write permission, or
+  ``read_only=True``) is read as it is: the snapshot and the journal are
+  followed, nothing is repaired, checkpointed, quarantined or migrated, and a
+  write fails with one ``StorageError`` that says so.
 """
 
 from __future__ import annotations
@@ -52,7 +56,7 @@ from .files import (
     sweep_temp_files,
 )
 from .journal import Journal, Record
-from .lock import WorkspaceLock
+from .lock import ReadOnlyLock, WorkspaceLock
 from .model import MAX_TEXT_CHARS, Item, Source, WriteEvent, clean_text, now
 from .store import docs, handedit, markdown
 from .store.lessons import LessonStore
@@ -91,12 +95,19 @@ class Engine:
     """RAM state, journal and checkpoints of one workspace."""
 
     def __init__(
-        self, workspace: Workspace, settings: Settings, rules: RuleSet | None = None
+        self,
+        workspace: Workspace,
+        settings: Settings,
+        rules: RuleSet | None = None,
+        *,
+        read_only: bool = False,
     ) -> None:
         self.workspace = workspace
         self.settings = settings
+        self.read_only = read_only
         self._rules = rules  # capture rules: the built-in packs plus the workspace's
-        self._lock = WorkspaceLock(workspace.lock, timeout=settings.lock_timeout_seconds)
+        lock = ReadOnlyLock if read_only else WorkspaceLock
+        self._lock = lock(workspace.lock, timeout=settings.lock_timeout_seconds)
         self._state = threading.RLock()
         self._store = LongTermStore()
         self._lessons = LessonStore()
@@ -112,6 +123,7 @@ class Engine:
             flush_every_updates=settings.flush_every_updates,
             flush_interval_seconds=settings.flush_interval_seconds,
             on_quarantine=functools.partial(quarantine_bytes, workspace.quarantine, "journal.wal"),
+            read_only=read_only,
         )
         self._memory_md = MemoryFile(workspace.memory_md, workspace.system / "rendered")
         self._header_seen: dict[str, Any] | None = None  # journal header already taken in
@@ -124,6 +136,11 @@ class Engine:
         if self._closed:
             return
         self._cancel_checkpoint_timer()
+        if self.read_only:
+            self._closed = True
+            self._journal.close()
+            _OPEN.discard(self)
+            return
         try:
             with storage_errors("close the workspace"), self._lock:
                 try:
@@ -203,10 +220,15 @@ class Engine:
 
     def _load(self) -> None:
         ws = self.workspace
-        for folder in (ws.path, ws.path / "memory", ws.system):
-            sweep_temp_files(folder)
+        if not self.read_only:
+            for folder in (ws.path, ws.path / "memory", ws.system):
+                sweep_temp_files(folder)
         snapshot = self._reset_from_files()
         self._replay(self._journal.open(base_lsn=self._store.lsn))
+        if self.read_only:
+            if not self._memory_md.unchanged() and ws.memory_md.exists():
+                self._notice("read-only workspace: hand edits of MEMORY.md are not taken in")
+            return
         # The snapshot's MEMORY.md fingerprint is newer than this header if a
         # crash came between writing it and replacing the journal.
         self._header_seen = self._journal.header
@@ -264,6 +286,9 @@ class Engine:
         try:
             return Snapshot.load(path)
         except MemstrataError as exc:
+            if self.read_only:
+                self._notice(f"{exc}; read from MEMORY.md instead (read-only workspace)")
+                return None
             self._quarantine("memory/LTM_SNAPSHOT.json", path.read_bytes(), str(exc))
             path.unlink()
             self._notice(f"{exc}; moved to quarantine and rebuilt from MEMORY.md")
@@ -399,7 +424,7 @@ class Engine:
                 self._apply(record)
             if repair:  # a document change its writer may not have finished
                 docs.redo_latest(self.workspace.path, new)
-            if self._journal.gap and repair:
+            if self._journal.gap and (repair or self.read_only):
                 # Others checkpointed more than once since we last read: the
                 # records in between are only in their snapshot. Start from it.
                 self._reset_from_files()
@@ -415,7 +440,8 @@ class Engine:
         """Apply journal records on top of a state just loaded from the files."""
         for record in records:
             self._apply(record)
-        docs.redo_latest(self.workspace.path, records)  # (lock held)
+        if not self.read_only:
+            docs.redo_latest(self.workspace.path, records)  # (lock held)
         # A store rebuilt from MEMORY.md starts below the journal's base: never go back.
         self._store.lsn = max(self._store.lsn, self._journal.last_lsn)
 
@@ -552,7 +578,8 @@ class Engine:
             self._notices.append(message)
 
     def _quarantine(self, original: str, data: bytes, reason: str) -> None:
-        quarantine_bytes(self.workspace.quarantine, original, data, reason)
+        if not self.read_only:  # (a read-only workspace reads past bad bytes, keeps them)
+            quarantine_bytes(self.workspace.quarantine, original, data, reason)
 
     def _append_note(self, block: str, session: str | None, at: datetime) -> WriteEvent:
         """Append a section (already redacted) to the daily note of ``at`` (lock

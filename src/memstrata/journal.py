@@ -115,8 +115,10 @@ class Journal:
         flush_every_updates: int = 20,
         flush_interval_seconds: float = 5.0,
         on_quarantine: QuarantineHook | None = None,
+        read_only: bool = False,
     ) -> None:
         self.path = path
+        self.read_only = read_only  # a workspace that cannot be written: follow, never write
         self.base_lsn = 0
         self.last_lsn = 0
         self.header: dict[str, Any] = {}
@@ -139,10 +141,13 @@ class Journal:
         Call while holding the workspace lock: a torn tail is repaired.
         """
         with self._io:
+            if self.read_only and not self.path.exists():
+                self.last_lsn = max(self.last_lsn, base_lsn)
+                return []
             if not self.path.exists():
                 self._write_fresh(base_lsn, {})
             self._open_current()
-            records = self.read_new(repair=True)
+            records = self.read_new(repair=not self.read_only)
             self.last_lsn = max(self.last_lsn, base_lsn)
             return records
 
@@ -157,6 +162,10 @@ class Journal:
         """
         with self._io:
             records: list[Record] = []
+            if self._fd is None:  # read-only, and there was no journal file yet
+                if not self.path.exists():
+                    return records
+                self._open_current()
             while True:
                 records.extend(self._read_to_end(repair))
                 try:
@@ -175,7 +184,8 @@ class Journal:
     def _open_current(self) -> None:
         if self._fd is not None:
             os.close(self._fd)
-        self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND)
+        mode = os.O_RDONLY if self.read_only else os.O_RDWR | os.O_APPEND
+        self._fd = os.open(self.path, mode)
         self._ino = os.fstat(self._fd).st_ino
         self._ino_followed = False
         self._offset = 0

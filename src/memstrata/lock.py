@@ -28,9 +28,9 @@ import time
 from pathlib import Path
 from types import TracebackType
 
-from .errors import Conflict
+from .errors import Conflict, StorageError
 
-__all__ = ["WorkspaceLock", "lock_holder"]
+__all__ = ["ReadOnlyLock", "WorkspaceLock", "lock_holder"]
 
 _GATE_POLL_SECONDS = 0.0005  # waiting at the turnstile, backing off to ...
 _MAX_POLL_SECONDS = 0.05
@@ -127,6 +127,17 @@ class WorkspaceLock:
                     ) from None
                 time.sleep(delay)
                 delay = min(delay * 2, longest)
+
+
+class ReadOnlyLock(WorkspaceLock):
+    """The lock of a workspace that cannot be written: taking it is refusing a write."""
+
+    def acquire(self) -> None:
+        where = self.path.parent.parent
+        raise StorageError(f"the workspace at {where} is read-only: reads work, writes are refused")
+
+    def release(self) -> None:  # never acquired
+        raise AssertionError("a read-only lock is never held")
 
 
 def lock_holder(path: Path) -> int | None:

@@ -88,6 +88,7 @@ class Memory(Transcripts, Layers, Documents, Prompting):
         group: str | None = None,
         *,
         create: bool = True,
+        read_only: bool | None = None,
         **settings: Any,
     ) -> Memory:
         """Open the workspace at ``path`` (``group``: ``path/groups/<group>``).
@@ -95,19 +96,28 @@ class Memory(Transcripts, Layers, Documents, Prompting):
         ``create`` makes the layout when it is missing; ``settings`` are the
         fields of ``memstrata.config.Settings``. Capture rule packs in the
         workspace's ``rules/`` folder are added to the built-in ones.
+        ``read_only`` opens it for reads only (by default: when it cannot be
+        written, e.g. on a read-only mount); writes then fail with one line.
         """
         workspace = Workspace.locate(Path(path).expanduser(), group)
-        if create:
+        if read_only is None:
+            read_only = workspace.exists() and not os.access(workspace.system, os.W_OK)
+        if create and not read_only:
             init_workspace(workspace)
         else:
             workspace.require()
         rules = load_rules(workspace.rules) if workspace.rules.is_dir() else None
-        memory = cls(workspace, Settings.from_mapping(settings), rules)
+        memory = cls(workspace, Settings.from_mapping(settings), rules, read_only=read_only)
         try:
-            with storage_errors(f"open the workspace at {workspace.path}"), memory._lock:
-                memory._load()
-                memory._upgrade_history()
-                memory._migrate_layers()
+            if read_only:
+                with storage_errors(f"read the workspace at {workspace.path}"):
+                    memory._load()
+                    memory._upgrade_history()
+            else:
+                with storage_errors(f"open the workspace at {workspace.path}"), memory._lock:
+                    memory._load()
+                    memory._upgrade_history()
+                    memory._migrate_layers()
         except BaseException:
             memory._closed = True
             memory._journal.close()

@@ -178,7 +178,8 @@ def category_title(category: str) -> str:
 
 def new_item_id() -> str:
     """A short random id (``m`` + 8 base32 characters, 40 random bits)."""
-    return "m" + "".join(secrets.choice(_ID_ALPHABET) for _ in range(8))
+    bits = int.from_bytes(secrets.token_bytes(5))
+    return "m" + "".join(_ID_ALPHABET[(bits >> shift) & 31] for shift in range(35, -1, -5))
 
 
 @dataclass(frozen=True, slots=True)

@@ -181,6 +181,9 @@ class Transcripts(Engine):
         transcripts known good since the last close are not read again."""
         self._heads = {}
         self._verified = _load_verified(self._verified_path())
+        self._verified_dirty = False
+        if self.read_only:  # read as they are: nothing upgraded, set aside or cached
+            return
         before = dict(self._verified)
         for notice in history.upgrade(self.workspace, self._quarantine, self._verified):
             self._notice(notice)
@@ -188,7 +191,7 @@ class Transcripts(Engine):
         self._save_verified()
 
     def close(self) -> None:
-        if not self._closed and self._verified_dirty:
+        if not self._closed and self._verified_dirty and not self.read_only:
             with contextlib.suppress(OSError):
                 self._save_verified()
         super().close()

@@ -39,7 +39,7 @@ from datetime import datetime
 from pathlib import Path
 
 from ..files import atomic_write
-from ..model import DEFAULT_CATEGORY, ID_PATTERN, MAX_TEXT_CHARS, Item, Source, normalize_text
+from ..model import DEFAULT_CATEGORY, ID_PATTERN, MAX_TEXT_CHARS, Item, Source, dedupe_key
 from . import markdown
 from .longterm import Change, LongTermStore
 
@@ -272,8 +272,8 @@ def _add_line(
     at: datetime,
 ) -> None:
     """A line no item stands behind becomes a new fact (source user)."""
-    key = normalize_text(line.text)
-    if line.archived or key in new_keys or current.find_live(line.text) is not None:
+    key = dedupe_key(line.text)
+    if line.archived or key in new_keys or current.live_by_key(key) is not None:
         return
     new_keys.add(key)
     usable = item_id and ID_PATTERN.fullmatch(item_id) and item_id not in current.items

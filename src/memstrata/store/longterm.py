@@ -338,7 +338,11 @@ class LongTermStore:
 
     def find_live(self, text: str, user: str | None = None) -> Item | None:
         """The live item of ``user`` whose normalized text equals that of ``text``."""
-        item_id = self._by_key.get(dedupe_key(text, user))
+        return self.live_by_key(dedupe_key(text, user))
+
+    def live_by_key(self, key: str) -> Item | None:
+        """The live item with this de-duplication key (``Item.key``)."""
+        item_id = self._by_key.get(key)
         return self.items.get(item_id) if item_id else None
 
     def unused_id(self) -> str:
