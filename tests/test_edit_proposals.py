@@ -289,3 +289,65 @@ def test_the_cli_lists_forgotten_facts_restores_them_and_accepts_an_edit(ws: Pat
         assert len(memory.forgotten()) == 12
     failed = run(cli, ["restore", "mzzzzzzzz", "-w", str(ws)])
     assert failed.exit_code == 1 and "no forgotten item" in failed.output
+
+
+def test_a_same_size_rewrite_within_the_clock_tick_is_not_taken_for_unchanged(
+    tmp_path: Path,
+) -> None:
+    """Coarse mtimes and reused inodes can make a new file stat like the old one:
+    a fingerprint taken right after a write must compare content."""
+    from memstrata.store.longterm import Fingerprint
+
+    path = tmp_path / "MEMORY.md"
+    path.write_bytes(b"- one ^m00000001\n")
+    fingerprint = Fingerprint.of(path, path.read_bytes())
+    st = path.stat()
+    path.write_bytes(b"- two ^m00000001\n")  # same size, same inode
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))  # same mtime (one clock tick)
+    assert not fingerprint.matches(path)
+
+
+def test_editor_saves_by_rename_while_threads_write_lose_nothing(ws: Path) -> None:
+    """An editor that saves by renaming a new file over MEMORY.md, while three
+    threads write and checkpoint as fast as they can."""
+    path = ws / "MEMORY.md"
+    memory = Memory.open(ws, embedder="none", checkpoint_every_updates=15)
+    stop = threading.Event()
+    written: list[str] = []
+    guard = threading.Lock()
+
+    def writer(k: int) -> None:
+        i = 0
+        while not stop.is_set():
+            item = memory.remember(f"thread {k} fact {i}")
+            with guard:
+                written.append(item.id)
+            i += 1
+            if i % 10 == 0:
+                memory.flush()
+            time.sleep(0.002)
+
+    hand = [f"hand edited line {j}" for j in range(15)]
+
+    def editor() -> None:
+        for line in hand:
+            text = path.read_text(encoding="utf-8")
+            temp = path.with_name("MEMORY.md.edit")
+            temp.write_text(text + f"- {line}\n", encoding="utf-8")
+            os.replace(temp, path)
+            time.sleep(0.55)
+        stop.set()
+
+    threads = [threading.Thread(target=writer, args=(k,)) for k in range(3)]
+    threads.append(threading.Thread(target=editor))
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    time.sleep(0.6)
+    memory.flush()
+    memory.close()
+    with Memory.open(ws, embedder="none") as reopened:
+        items = reopened.list()
+        assert set(written) <= {item.id for item in items}
+        assert set(hand) <= {item.text for item in items}

@@ -14,6 +14,9 @@ Invariants:
 
 from __future__ import annotations
 
+import ctypes
+import errno
+import functools
 import json
 import os
 import secrets
@@ -31,10 +34,12 @@ __all__ = [
     "append_durable",
     "atomic_write",
     "create_new",
+    "exchange",
     "fsync_dir",
     "last_jsonl_record",
     "list_quarantine",
     "quarantine_bytes",
+    "stage",
     "staged_write",
     "storage_errors",
     "sweep_temp_files",
@@ -79,6 +84,19 @@ def staged_write(path: Path, data: bytes, *, durable: bool = True) -> Iterator[N
     A writer that must log its intent first (the journal) stages here, so a full
     disk or a read-only folder fails before anything is logged.
     """
+    temp = stage(path, data, durable=durable)
+    try:
+        yield
+        os.replace(temp, path)
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
+    if durable:
+        fsync_dir(path.parent)
+
+
+def stage(path: Path, data: bytes, *, durable: bool = True) -> Path:
+    """A new temporary file beside ``path`` holding ``data`` (fsynced if ``durable``)."""
     temp = _temp_path(path)
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
@@ -89,18 +107,38 @@ def staged_write(path: Path, data: bytes, *, durable: bool = True) -> Iterator[N
         if durable:
             os.fsync(fd)
     except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
+    finally:
         os.close(fd)
-        temp.unlink(missing_ok=True)
-        raise
-    os.close(fd)
+    return temp
+
+
+_AT_FDCWD = -100
+_RENAME_EXCHANGE = 2
+
+
+@functools.cache
+def _renameat2() -> Any:
     try:
-        yield
-        os.replace(temp, path)
-    except BaseException:
-        temp.unlink(missing_ok=True)
-        raise
-    if durable:
-        fsync_dir(path.parent)
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.renameat2
+    except (OSError, AttributeError):
+        return None
+
+
+def exchange(a: Path, b: Path) -> bool:
+    """Swap the files named ``a`` and ``b`` in one atomic step (Linux
+    ``renameat2(RENAME_EXCHANGE)``); False where the system cannot."""
+    call = _renameat2()
+    if call is None:
+        return False
+    if call(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSUP):
+        return False
+    raise OSError(err, os.strerror(err), str(b))
 
 
 def append_durable(path: Path, data: bytes, *, header: bytes = b"") -> None:

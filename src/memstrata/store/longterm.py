@@ -31,6 +31,7 @@ import gc
 import hashlib
 import json
 import os
+import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -69,6 +70,13 @@ OP_PUT = "ltm.put"
 OP_DELETE = "ltm.del"
 
 
+# A file modified less than this before its stat was recorded may be modified
+# again with the same size, mtime (clocks and file systems are coarse) and a
+# reused inode number: its stat proves nothing and its content is compared
+# (git's "racily clean" rule).
+_RACY_NS = 2_500_000_000
+
+
 @dataclass(frozen=True, slots=True)
 class Fingerprint:
     """Identity of one rendered MEMORY.md; a mismatch means a hand edit."""
@@ -77,32 +85,50 @@ class Fingerprint:
     mtime_ns: int
     inode: int
     sha256: str
+    checked_ns: int = 0  # when the stat was taken (0: unknown, never trusted alone)
 
     @classmethod
     def of(cls, path: Path, data: bytes) -> Fingerprint:
         """The fingerprint of ``path``, which was just written with ``data``."""
+        checked = time.time_ns()
         st = os.stat(path)
-        return cls(st.st_size, st.st_mtime_ns, st.st_ino, hashlib.sha256(data).hexdigest())
+        sha = hashlib.sha256(data).hexdigest()
+        return cls(st.st_size, st.st_mtime_ns, st.st_ino, sha, checked)
 
     @classmethod
     def read(cls, path: Path) -> tuple[Fingerprint, bytes]:
         """Read ``path``; stat first, so a later change never matches the result."""
+        checked = time.time_ns()
         st = os.stat(path)
         data = path.read_bytes()
         sha = hashlib.sha256(data).hexdigest()
-        return cls(st.st_size, st.st_mtime_ns, st.st_ino, sha), data
+        return cls(st.st_size, st.st_mtime_ns, st.st_ino, sha, checked), data
 
-    def matches(self, path: Path) -> bool:
-        """True when ``path`` still holds what this fingerprint describes."""
+    def check(self, path: Path) -> Fingerprint | None:
+        """This fingerprint, refreshed, while ``path`` still holds what it
+        describes; None once the file changed (or is gone).
+
+        The stat alone decides only when it was taken well after the file's
+        last change; otherwise the content is hashed (and a refreshed
+        fingerprint, stat first, lets the next check trust the stat).
+        """
+        checked = time.time_ns()
         try:
             st = os.stat(path)
         except FileNotFoundError:
-            return False
-        if (st.st_size, st.st_mtime_ns, st.st_ino) == (self.size, self.mtime_ns, self.inode):
-            return True
+            return None
+        same = (st.st_size, st.st_mtime_ns, st.st_ino) == (self.size, self.mtime_ns, self.inode)
+        if same and self.mtime_ns + _RACY_NS < self.checked_ns:
+            return self
         if st.st_size != self.size:
-            return False
-        return hashlib.sha256(path.read_bytes()).hexdigest() == self.sha256
+            return None
+        if hashlib.sha256(path.read_bytes()).hexdigest() != self.sha256:
+            return None
+        return Fingerprint(st.st_size, st.st_mtime_ns, st.st_ino, self.sha256, checked)
+
+    def matches(self, path: Path) -> bool:
+        """True when ``path`` still holds what this fingerprint describes."""
+        return self.check(path) is not None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -110,6 +136,7 @@ class Fingerprint:
             "mtime_ns": self.mtime_ns,
             "inode": self.inode,
             "sha256": self.sha256,
+            "checked_ns": self.checked_ns,
         }
 
     @classmethod
@@ -118,7 +145,11 @@ class Fingerprint:
             return None
         try:
             return cls(
-                int(data["size"]), int(data["mtime_ns"]), int(data["inode"]), str(data["sha256"])
+                int(data["size"]),
+                int(data["mtime_ns"]),
+                int(data["inode"]),
+                str(data["sha256"]),
+                int(data.get("checked_ns", 0)),
             )
         except (KeyError, TypeError, ValueError):
             return None

@@ -6,17 +6,20 @@ Invariants:
 * ``known`` is the fingerprint of the content the engine last rendered or took
   in (a hand edit applied, or damage set aside). A file that does not match
   it holds something the engine has not seen yet.
-* ``replace`` renames a new rendering into place only while the file is still
-  ``known``: the check is made right before the rename, with the new bytes
-  already fsynced beside it. A file that changed after it was read is never
+* ``replace`` puts a new rendering in place only while the file is still
+  ``known``: the check is made right before, with the new bytes already
+  fsynced beside it. A file that changed after it was read is never
   overwritten; the caller takes it in first.
+* The new file goes in by an atomic exchange of the two names
+  (``files.exchange``), so whatever stood at MEMORY.md at that instant is
+  still at hand afterwards: if an editor renamed its save in after the check,
+  that save comes back as ``Replaced.rescued`` for the caller to take in.
+  (Where the system has no exchange, a plain rename is used and a save
+  landing in the microseconds between check and rename is the one case left.)
 * An editor that saves in place (truncate, then write) may still write into
-  the file it opened after the rename made it nameless. ``replace`` holds that
-  file open across the rename; if it changed after the check, its final bytes
-  (once settled) come back as ``Replaced.rescued`` for the caller to take in,
-  so that save is not lost either. An editor that saves by its own rename in
-  the microseconds between the check and ours is the one case left; its save
-  then stays in the editor's buffer only.
+  the file it opened after the new one took its name. ``replace`` holds that
+  file open across the switch; if it changed after the check, its final bytes
+  (once settled) come back as ``Replaced.rescued`` too.
 * Every content replaced in or taken in is kept in the ``RenderHistory``, the
   merge bases of later saves.
 """
@@ -28,7 +31,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..files import staged_write
+from ..files import exchange, fsync_dir, stage
 from .handedit import SETTLE_SECONDS, RenderHistory, settled
 from .longterm import Fingerprint
 
@@ -36,10 +39,6 @@ __all__ = ["MemoryFile", "Replaced"]
 
 # How long a replace waits for an in-place save it interrupted to finish.
 _RESCUE_WAIT_SECONDS = 5.0
-
-
-class _Changed(Exception):
-    """The file changed after it was read: the rename must not happen."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +59,12 @@ class MemoryFile:
 
     def unchanged(self) -> bool:
         """Whether the file still holds the content the engine last saw."""
-        return self.known is not None and self.known.matches(self.path)
+        if self.known is None:
+            return False
+        checked = self.known.check(self.path)
+        if checked is not None:
+            self.known = checked
+        return checked is not None
 
     def read(self) -> tuple[Fingerprint, bytes] | None:
         """The file's fingerprint and bytes; None when it does not exist."""
@@ -71,26 +75,52 @@ class MemoryFile:
 
     def replace(self, data: bytes) -> Replaced:
         """Put ``data`` in place unless the file changed since it was ``known``."""
+        temp = stage(self.path, data)
         try:
             old = os.open(self.path, os.O_RDONLY)
         except FileNotFoundError:
             old = None
         try:
             before = os.fstat(old) if old is not None else None
-            try:
-                with staged_write(self.path, data):
-                    if not self._still_known(before):
-                        raise _Changed
-            except _Changed:
+            if not self._still_known(before):
                 return Replaced(False)
+            displaced = self._switch(temp, before)
+            if displaced is False:
+                return Replaced(False)
+            fsync_dir(self.path.parent)
             self.known = Fingerprint.of(self.path, data)
             self.history.add(data)
+            if isinstance(displaced, bytes):  # a save renamed in after the check
+                return Replaced(True, displaced)
             if old is not None and before is not None and _moved(before, os.fstat(old)):
                 return Replaced(True, _settled_bytes(old))
             return Replaced(True)
         finally:
             if old is not None:
                 os.close(old)
+            temp.unlink(missing_ok=True)
+
+    def _switch(self, temp: Path, before: os.stat_result | None) -> bytes | bool:
+        """Give ``temp``'s file the name; True when done, the bytes of a file other
+        than ``before`` that stood there (a save that came in after the check),
+        False when a file appeared where there was none (not overwritten)."""
+        if before is not None:
+            try:
+                swapped = exchange(temp, self.path)
+            except FileNotFoundError:
+                swapped, before = False, None  # deleted after the check: create it
+            if swapped and before is not None:
+                if os.stat(temp).st_ino == before.st_ino:
+                    return True
+                return temp.read_bytes()
+            if before is not None:
+                os.replace(temp, self.path)
+                return True
+        try:
+            os.link(temp, self.path)  # never over a file that appeared meanwhile
+        except FileExistsError:
+            return False
+        return True
 
     def _still_known(self, before: os.stat_result | None) -> bool:
         try:
