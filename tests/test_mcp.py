@@ -21,6 +21,14 @@ from test_access import ISSUE_ATTACKS  # noqa: E402
 HOSTILE = ISSUE_ATTACKS  # the issue's list of paths that must be refused
 
 
+def server_env(home: Path) -> dict[str, str]:
+    """The environment of a stdio server: the SDK passes only a few variables
+    on, so name the source tree under test (not whatever the venv installed)."""
+    import memstrata
+
+    return {"MEMSTRATA_HOME": str(home), "PYTHONPATH": str(Path(memstrata.__file__).parents[1])}
+
+
 def _text(result: object) -> str:
     content = getattr(result, "content", [])
     return "".join(getattr(part, "text", "") for part in content)
@@ -30,7 +38,7 @@ async def _session_run(ws: Path) -> dict[str, object]:
     params = StdioServerParameters(
         command=sys.executable,
         args=["-c", "from memstrata.cli import main; main()", "mcp", "-w", str(ws)],
-        env={"MEMSTRATA_HOME": str(ws)},
+        env=server_env(ws),
     )
     out: dict[str, object] = {}
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
@@ -237,7 +245,7 @@ async def _group_run(root: Path) -> list[str]:
     params = StdioServerParameters(
         command=sys.executable,
         args=["-c", "from memstrata.cli import main; main()", "mcp", "-w", str(root), "-g", "a"],
-        env={"MEMSTRATA_HOME": str(root)},
+        env=server_env(root),
     )
     out = []
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
