@@ -4,6 +4,9 @@ official SDK (``mcp`` ≥ 2.3, ``MCPServer``).
 * Tools: ``memory_search``, ``memory_get``, ``memory_write``,
   ``memory_forget``, ``memory_status`` — the implementations of
   ``memstrata.tools`` (one code path for every interface), results as text.
+  A refusal (access denied, a path the guard refuses, a bad argument,
+  something not found) is an MCP error result: ``isError`` set, its
+  ``Error: …`` text as the content.
 * Resources: the core files, ``memstrata://core/AGENT.md``, ``USER.md``,
   ``SOUL.md``.
 * One long-lived process serves many calls on one open ``Memory``: writes
@@ -25,10 +28,11 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import BackendUnavailable, InvalidInput, MemstrataError
 from .memory import Memory
-from .tools import TOOLS, GroupTools, dispatch
+from .tools import TOOLS, Answer, GroupTools, answer
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
+    from mcp.types import CallToolResult
 
 log = logging.getLogger("memstrata")
 
@@ -47,7 +51,7 @@ def _sdk() -> Any:
     return MCPServer
 
 
-Run = Callable[[str, dict[str, Any]], str]  # (tool, arguments) -> result text
+Run = Callable[[str, dict[str, Any]], Answer]  # (tool, arguments) -> result
 
 
 def build_server(memory: Memory, run: Run | None = None) -> Any:
@@ -55,8 +59,8 @@ def build_server(memory: Memory, run: Run | None = None) -> Any:
     ``run`` when given: a group-aware dispatch)."""
     if run is None:
 
-        def run(name: str, arguments: dict[str, Any]) -> str:
-            return dispatch(memory, name, arguments)
+        def run(name: str, arguments: dict[str, Any]) -> Answer:
+            return answer(memory, name, arguments)
 
     server = _sdk()(
         name="memstrata",
@@ -66,42 +70,57 @@ def build_server(memory: Memory, run: Run | None = None) -> Any:
         ),
     )
 
-    @server.tool(name="memory_search", description=TOOLS["memory_search"]["description"])
+    @server.tool(name="memory_search", description=TOOLS["memory_search"]["description"], **_TEXT)
     def memory_search(
         query: str,
         k: int = 8,
         layer: str | None = None,
         session: str | None = None,
         group: str | None = None,
-    ) -> str:
+    ) -> object:
         arguments: dict[str, Any] = {"query": query, "k": k}
         for key, value in (("layer", layer), ("session", session), ("group", group)):
             if value is not None:
                 arguments[key] = value
-        return run("memory_search", arguments)
+        return _result(run("memory_search", arguments))
 
-    @server.tool(name="memory_get", description=TOOLS["memory_get"]["description"])
+    @server.tool(name="memory_get", description=TOOLS["memory_get"]["description"], **_TEXT)
     def memory_get(
         path: str, from_line: int = 1, lines: int = 400, group: str | None = None
-    ) -> str:
+    ) -> object:
         arguments = {"path": path, "from_line": from_line, "lines": lines}
-        return run("memory_get", _with_group(arguments, group))
+        return _result(run("memory_get", _with_group(arguments, group)))
 
-    @server.tool(name="memory_write", description=TOOLS["memory_write"]["description"])
-    def memory_write(text: str, category: str | None = None, group: str | None = None) -> str:
-        return run("memory_write", _with_group({"text": text, "category": category}, group))
+    @server.tool(name="memory_write", description=TOOLS["memory_write"]["description"], **_TEXT)
+    def memory_write(text: str, category: str | None = None, group: str | None = None) -> object:
+        return _result(
+            run("memory_write", _with_group({"text": text, "category": category}, group))
+        )
 
-    @server.tool(name="memory_forget", description=TOOLS["memory_forget"]["description"])
-    def memory_forget(id: str, group: str | None = None) -> str:  # noqa: A002 - its name
-        return run("memory_forget", _with_group({"id": id}, group))
+    @server.tool(name="memory_forget", description=TOOLS["memory_forget"]["description"], **_TEXT)
+    def memory_forget(id: str, group: str | None = None) -> object:  # noqa: A002 - its name
+        return _result(run("memory_forget", _with_group({"id": id}, group)))
 
-    @server.tool(name="memory_status", description=TOOLS["memory_status"]["description"])
-    def memory_status(group: str | None = None) -> str:
-        return run("memory_status", _with_group({}, group))
+    @server.tool(name="memory_status", description=TOOLS["memory_status"]["description"], **_TEXT)
+    def memory_status(group: str | None = None) -> object:
+        return _result(run("memory_status", _with_group({}, group)))
 
     for file in CORE_FILES:
         _core_resource(server, memory, file)
     return server
+
+
+# Each tool returns its own CallToolResult: the text as content, a refusal flagged
+# isError (no structured copy of the text, which is JSON already).
+_TEXT: dict[str, Any] = {"structured_output": False}
+
+
+def _result(outcome: Answer) -> CallToolResult:
+    """``outcome`` as an MCP tool result; a refusal is an error result (``isError``)."""
+    from mcp.types import CallToolResult, TextContent
+
+    text = TextContent(type="text", text=outcome.text)
+    return CallToolResult(content=[text], is_error=outcome.is_error)
 
 
 def _with_group(arguments: dict[str, Any], group: str | None) -> dict[str, Any]:
@@ -143,8 +162,8 @@ def serve(
         group_tools.adopt(memory)
         caller = memory.workspace.group
 
-        def run(name: str, arguments: dict[str, Any]) -> str:
-            return group_tools.dispatch(name, arguments, group=caller)
+        def run(name: str, arguments: dict[str, Any]) -> Answer:
+            return group_tools.answer(name, arguments, group=caller)
 
     server = build_server(memory, run)
     # Build the index's RAM side while the client connects, not at its first search.
