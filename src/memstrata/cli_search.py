@@ -216,8 +216,10 @@ def context(
 @click.option(
     "--token",
     envvar="MEMSTRATA_MCP_TOKEN",
+    show_envvar=True,
     default=None,
-    help="Bearer token clients must send (needed to bind beyond loopback).",
+    help="Bearer token clients must send (needed to bind beyond loopback); "
+    "surrounding whitespace is dropped, an empty one refused.",
 )
 @click.option(
     "--main-group",

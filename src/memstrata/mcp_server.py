@@ -12,7 +12,8 @@ official SDK (``mcp`` ≥ 2.3, ``MCPServer``).
 * One long-lived process serves many calls on one open ``Memory``: writes
   are serialised by its lock, reads do not wait for them.
 * Transports: stdio (the default), or streamable HTTP on loopback
-  (``--http``); binding to any other address needs a bearer token, checked
+  (``--http``); binding to any other address needs a bearer token
+  (surrounding whitespace stripped, never empty), checked in constant time
   on every request.
 """
 
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("memstrata")
 
-__all__ = ["build_server", "serve"]
+__all__ = ["bearer_token", "build_server", "serve"]
 
 CORE_FILES = ("AGENT.md", "USER.md", "SOUL.md")
 
@@ -142,6 +143,20 @@ def _loopback(host: str) -> bool:
         return False
 
 
+def bearer_token(token: str | None) -> str | None:
+    """``token`` without surrounding whitespace (None: no token); ``InvalidInput``
+    when nothing is left of it."""
+    if token is None:
+        return None
+    cleaned = token.strip()
+    if not cleaned:
+        raise InvalidInput(
+            "the bearer token (--token or MEMSTRATA_MCP_TOKEN) is empty or only whitespace: "
+            "give a secret, or no token at all to serve on loopback"
+        )
+    return cleaned
+
+
 def serve(
     memory: Memory,
     *,
@@ -156,6 +171,12 @@ def serve(
     A memory opened for a group serves that group as the caller, under the
     rules of ``access.Groups`` (``main_group`` may name any group; the others
     their own and ``global``)."""
+    token = bearer_token(token)
+    if http and not _loopback(host) and token is None:
+        raise InvalidInput(
+            f"refusing to serve on {host}: only loopback is served without a bearer token "
+            "(give --token or set MEMSTRATA_MCP_TOKEN)"
+        )
     run: Run | None = None
     if memory.workspace.group is not None:
         group_tools = GroupTools(memory.workspace.root, main_group)
@@ -171,15 +192,14 @@ def serve(
     if not http:
         server.run("stdio")
         return
-    if not _loopback(host) and not token:
-        raise InvalidInput(
-            f"refusing to serve on {host}: only loopback is served without a bearer token "
-            "(give --token or set MEMSTRATA_MCP_TOKEN)"
-        )
+    _serve_http(server, host, port, token)
+
+
+def _serve_http(server: Any, host: str, port: int, token: str | None) -> None:
     import uvicorn
 
     app = server.streamable_http_app()
-    if token:
+    if token is not None:
         app = _BearerGuard(app, token)
     uvicorn.run(app, host=host, port=port, log_level="warning")
 
@@ -193,25 +213,37 @@ def _warm(memory: Memory) -> None:
         log.info("memstrata: warming the index failed: %s", exc)
 
 
+# -- the bearer token ------------------------------------------------------------------
+
+
 class _BearerGuard:
-    """ASGI middleware: every HTTP request must carry ``Authorization: Bearer <token>``."""
+    """ASGI middleware: every HTTP request must carry ``Authorization: Bearer
+    <token>`` (the scheme in any case, the token compared in constant time);
+    401 otherwise. A websocket is closed (the MCP transport has none)."""
 
     def __init__(self, app: Any, token: str) -> None:
         self.app, self._token = app, token.encode()
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope.get("type") == "http":
-            headers = dict(scope.get("headers") or [])
-            given = headers.get(b"authorization", b"")
-            expected = b"Bearer " + self._token
-            if not hmac.compare_digest(given, expected):
-                await send(
-                    {
-                        "type": "http.response.start",
-                        "status": 401,
-                        "headers": [(b"content-type", b"text/plain")],
-                    }
-                )
-                await send({"type": "http.response.body", "body": b"missing or wrong bearer token"})
-                return
-        await self.app(scope, receive, send)
+        kind = scope.get("type")
+        if kind == "lifespan" or (kind == "http" and self._authorised(scope)):
+            await self.app(scope, receive, send)
+        elif kind == "websocket":
+            await send({"type": "websocket.close", "code": 1008})
+        else:
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 401,
+                    "headers": [
+                        (b"content-type", b"text/plain"),
+                        (b"www-authenticate", b"Bearer"),
+                    ],
+                }
+            )
+            await send({"type": "http.response.body", "body": b"missing or wrong bearer token"})
+
+    def _authorised(self, scope: dict[str, Any]) -> bool:
+        given = dict(scope.get("headers") or []).get(b"authorization", b"")
+        scheme, _, credentials = bytes(given).partition(b" ")
+        return scheme.lower() == b"bearer" and hmac.compare_digest(credentials.strip(), self._token)

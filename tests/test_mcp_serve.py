@@ -1,0 +1,149 @@
+"""``memstrata mcp`` as a process (issue 13): the HTTP server's bearer token.
+
+Every request goes to 127.0.0.1."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+mcp = pytest.importorskip("mcp", reason="the mcp extra is not installed")
+httpx2 = pytest.importorskip("httpx2", reason="the mcp SDK's HTTP client is not installed")
+
+from memstrata import Memory  # noqa: E402
+from test_mcp import _free_port, _start_http  # noqa: E402
+
+CLI = [sys.executable, "-c", "from memstrata.cli import main; main()", "mcp"]
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "test", "version": "0"},
+    },
+}
+
+
+def _initialize(port: int, host: str, token: str | None = None) -> httpx2.Response:
+    """POST an initialize to 127.0.0.1:``port`` with ``Host: host:port``."""
+    headers = {
+        "Accept": "application/json, text/event-stream",
+        "Content-Type": "application/json",
+        "Host": f"{host}:{port}",
+    }
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    return httpx2.post(f"http://127.0.0.1:{port}/mcp", json=INITIALIZE, headers=headers, timeout=30)
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    with Memory.open(ws, embedder="none"):
+        pass
+    (ws / "memstrata.toml").write_text('[memory]\nembedder = "none"\n')
+    return ws
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    proc.communicate(timeout=30)
+
+
+# -- the token -----------------------------------------------------------------------------
+
+
+def test_bearer_token_strips_and_refuses_blanks() -> None:
+    from memstrata.errors import InvalidInput
+    from memstrata.mcp_server import bearer_token
+
+    assert bearer_token(None) is None
+    assert bearer_token("  s3cret \n") == "s3cret"
+    for blank in ("", " ", "\t\n "):
+        with pytest.raises(InvalidInput, match="empty or only whitespace"):
+            bearer_token(blank)
+
+
+async def _guarded(scope_type: str, authorization: bytes | None) -> tuple[bool, list[object]]:
+    from memstrata.mcp_server import _BearerGuard
+
+    reached: list[bool] = []
+    sent: list[object] = []
+
+    async def app(scope: object, receive: object, send: object) -> None:
+        reached.append(True)
+
+    async def receive() -> dict[str, object]:
+        return {"type": f"{scope_type}.disconnect"}
+
+    async def send(message: object) -> None:
+        sent.append(message)
+
+    headers = [] if authorization is None else [(b"authorization", authorization)]
+    await _BearerGuard(app, "s3cret")({"type": scope_type, "headers": headers}, receive, send)
+    return bool(reached), sent
+
+
+@pytest.mark.parametrize(
+    ("authorization", "passes"),
+    [
+        (b"Bearer s3cret", True),
+        (b"bearer s3cret", True),  # the scheme is case-insensitive (RFC 7235)
+        (b"Bearer  s3cret ", True),
+        (b"Bearer s3cre", False),
+        (b"Bearer s3cretx", False),
+        (b"Basic s3cret", False),
+        (b"s3cret", False),
+        (b"", False),
+        (None, False),
+    ],
+)
+def test_the_bearer_guard(authorization: bytes | None, passes: bool) -> None:
+    import anyio
+
+    reached, sent = anyio.run(_guarded, "http", authorization)
+    assert reached is passes
+    if not passes:
+        assert sent[0]["status"] == 401  # type: ignore[index]
+
+
+def test_the_bearer_guard_closes_a_websocket_and_lets_lifespan_through() -> None:
+    import anyio
+
+    reached, sent = anyio.run(_guarded, "websocket", b"Bearer wrong")
+    assert not reached and sent == [{"type": "websocket.close", "code": 1008}]
+    reached, _ = anyio.run(_guarded, "lifespan", None)
+    assert reached
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("token", ["   ", "", "\t"])
+def test_a_blank_token_is_refused_in_one_line(served: Path, token: str) -> None:
+    port = _free_port()
+    refused = subprocess.run(
+        [*CLI, "--http", "--host", "0.0.0.0", "--port", str(port), "-w", str(served)]
+        + ["--token", token],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert refused.returncode == 1, refused.stderr
+    lines = refused.stderr.strip().splitlines()
+    assert len(lines) == 1 and "token" in lines[0] and "empty" in lines[0], refused.stderr
+
+
+@pytest.mark.slow
+def test_the_token_is_stripped_of_surrounding_whitespace(served: Path) -> None:
+    port = _free_port()
+    proc = _start_http(served, port, "--token", "  s3cret-token \n")
+    try:
+        assert _initialize(port, "127.0.0.1", "s3cret-token").status_code == 200
+        assert _initialize(port, "127.0.0.1", "  s3cret-token \n".strip() + "x").status_code == 401
+    finally:
+        _stop(proc)
