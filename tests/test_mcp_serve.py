@@ -1,9 +1,12 @@
-"""``memstrata mcp`` as a process (issue 13): the HTTP server's bearer token.
+"""``memstrata mcp`` as a process (issue 13): which hosts the HTTP server
+answers and its bearer token.
 
-Every request goes to 127.0.0.1."""
+Every request goes to 127.0.0.1, whatever the Host header names: a server
+bound to 0.0.0.0 is reached through loopback only."""
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +17,7 @@ mcp = pytest.importorskip("mcp", reason="the mcp extra is not installed")
 httpx2 = pytest.importorskip("httpx2", reason="the mcp SDK's HTTP client is not installed")
 
 from memstrata import Memory  # noqa: E402
-from test_mcp import _free_port, _start_http  # noqa: E402
+from test_mcp import _free_port, _start_http, _writer  # noqa: E402
 
 CLI = [sys.executable, "-c", "from memstrata.cli import main; main()", "mcp"]
 INITIALIZE = {
@@ -27,6 +30,7 @@ INITIALIZE = {
         "clientInfo": {"name": "test", "version": "0"},
     },
 }
+FOREIGN = "198.51.100.7"  # TEST-NET-2: no machine's own address
 
 
 def _initialize(port: int, host: str, token: str | None = None) -> httpx2.Response:
@@ -53,6 +57,91 @@ def served(tmp_path: Path) -> Path:
 def _stop(proc: subprocess.Popen[bytes]) -> None:
     proc.terminate()
     proc.communicate(timeout=30)
+
+
+# -- hosts ---------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_a_loopback_server_still_refuses_a_foreign_host(served: Path) -> None:
+    port = _free_port()
+    proc = _start_http(served, port, "--host", "127.0.0.1")
+    try:
+        assert _initialize(port, "127.0.0.1").status_code == 200
+        assert _initialize(port, "localhost").status_code == 200
+        for host in ("evil.example", FOREIGN, socket.gethostname()):
+            refused = _initialize(port, host)
+            assert refused.status_code == 421, (host, refused.text)
+    finally:
+        _stop(proc)
+
+
+@pytest.mark.slow
+def test_a_server_bound_to_every_address_answers_its_own_names_with_the_token(
+    served: Path,
+) -> None:
+    import anyio
+
+    port = _free_port()
+    token = "s3cret-token"
+    extra = "memory.example.test"
+    proc = _start_http(served, port, "--host", "0.0.0.0", "--token", token, "--allowed-host", extra)
+    try:
+        for host in (socket.gethostname(), extra, "127.0.0.1"):
+            accepted = _initialize(port, host, token)
+            assert accepted.status_code == 200, (host, accepted.text)
+            assert '"serverInfo"' in accepted.text
+            assert _initialize(port, host).status_code == 401
+            assert _initialize(port, host, "wrong-token").status_code == 401
+        assert _initialize(port, FOREIGN, token).status_code == 421
+        # the official client, naming the machine by its hostname
+        headers = {"Authorization": f"Bearer {token}", "Host": f"{socket.gethostname()}:{port}"}
+        assert anyio.run(_writer, f"http://127.0.0.1:{port}/mcp", 0, 3, headers) == 3
+    finally:
+        _stop(proc)
+
+
+def test_the_allowed_hosts_by_binding() -> None:
+    from memstrata.mcp_server import allowed_hosts
+
+    loopback = ["127.0.0.1", "127.0.0.1:*", "localhost", "localhost:*", "[::1]", "[::1]:*"]
+    assert allowed_hosts("127.0.0.1") == loopback
+    assert allowed_hosts("localhost", ["proxy.lan"]) == [*loopback, "proxy.lan", "proxy.lan:*"]
+    machine = socket.gethostname()
+    everywhere = allowed_hosts("0.0.0.0")
+    assert set(loopback) | {machine, f"{machine}:*"} <= set(everywhere)
+    assert FOREIGN not in everywhere and f"{FOREIGN}:*" not in everywhere
+    bound = allowed_hosts("10.1.2.3", ["Box.lan", "box.lan:8765", "fe80::1", "[fd00::2]:9"])
+    assert {"10.1.2.3", "10.1.2.3:*", f"{machine}:*", "Box.lan:*", "box.lan:*"} <= set(bound)
+    assert {"box.lan:8765", "[fe80::1]:*", "[fd00::2]:9"} <= set(bound)
+    assert "box.lan" in bound and "box.lan:8765" in bound and "box.lan:*" in bound
+    assert "[fd00::2]" not in bound  # given with a port: that port only
+    assert allowed_hosts("::1") == loopback
+
+
+@pytest.mark.parametrize(
+    "bad",
+    ["", "  ", "a b", "http://box.lan", "box.lan/mcp", "box.lan:", "box.lan:x", "[box]", "-x"],
+)
+def test_a_malformed_allowed_host_is_refused(bad: str) -> None:
+    from memstrata.errors import InvalidInput
+    from memstrata.mcp_server import allowed_hosts
+
+    with pytest.raises(InvalidInput, match="allowed-host"):
+        allowed_hosts("0.0.0.0", [bad])
+
+
+def test_a_malformed_allowed_host_is_one_line_from_the_cli(served: Path) -> None:
+    from click.testing import CliRunner
+
+    from memstrata.cli import cli
+
+    result = CliRunner().invoke(
+        cli,
+        ["mcp", "--http", "--token", "t", "--allowed-host", "a b", "-w", str(served)],
+    )
+    lines = result.output.strip().splitlines()
+    assert result.exit_code == 1 and len(lines) == 1 and "allowed-host" in lines[0], result.output
 
 
 # -- the token -----------------------------------------------------------------------------

@@ -11,10 +11,15 @@ official SDK (``mcp`` ≥ 2.3, ``MCPServer``).
   ``SOUL.md``.
 * One long-lived process serves many calls on one open ``Memory``: writes
   are serialised by its lock, reads do not wait for them.
-* Transports: stdio (the default), or streamable HTTP on loopback
-  (``--http``); binding to any other address needs a bearer token
-  (surrounding whitespace stripped, never empty), checked in constant time
-  on every request.
+* Transports: stdio (the default), or streamable HTTP (``--http``). Bound
+  to loopback, the SDK's DNS-rebinding protection stays: the Host header
+  must name 127.0.0.1, localhost or [::1] (or an ``allowed_hosts`` entry).
+  Binding to any other address needs a bearer token (surrounding
+  whitespace stripped, never empty), checked in constant time on every
+  request; the Host header may then also name the bound address, this
+  machine's hostname, its own addresses when bound to every address
+  (``0.0.0.0``, ``::``; read from ``/proc`` on Linux, no lookup), and the
+  ``allowed_hosts`` (names only DNS or a proxy knows); any other is 421.
 """
 
 from __future__ import annotations
@@ -22,9 +27,12 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import logging
+import re
+import socket
 import sqlite3
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import BackendUnavailable, InvalidInput, MemstrataError
@@ -33,13 +41,17 @@ from .tools import TOOLS, Answer, GroupTools, answer
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
+    from mcp.server.transport_security import TransportSecuritySettings
     from mcp.types import CallToolResult
 
 log = logging.getLogger("memstrata")
 
-__all__ = ["bearer_token", "build_server", "serve"]
+__all__ = ["allowed_hosts", "bearer_token", "build_server", "serve"]
 
 CORE_FILES = ("AGENT.md", "USER.md", "SOUL.md")
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+EVERY_ADDRESS = frozenset({"0.0.0.0", "::", ""})
+_HOST_NAME = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,251}[A-Za-z0-9_])?")
 
 
 def _sdk() -> Any:
@@ -165,18 +177,23 @@ def serve(
     port: int = 8765,
     token: str | None = None,
     main_group: str = "main",
+    extra_hosts: Iterable[str] = (),
 ) -> None:
     """Serve ``memory`` until the process ends (stdio, or HTTP when ``http``).
 
     A memory opened for a group serves that group as the caller, under the
     rules of ``access.Groups`` (``main_group`` may name any group; the others
-    their own and ``global``)."""
+    their own and ``global``). ``extra_hosts``: more Host header values the
+    HTTP server answers (see ``allowed_hosts``)."""
     token = bearer_token(token)
-    if http and not _loopback(host) and token is None:
-        raise InvalidInput(
-            f"refusing to serve on {host}: only loopback is served without a bearer token "
-            "(give --token or set MEMSTRATA_MCP_TOKEN)"
-        )
+    security = None
+    if http:
+        if not _loopback(host) and token is None:
+            raise InvalidInput(
+                f"refusing to serve on {host}: only loopback is served without a bearer token "
+                "(give --token or set MEMSTRATA_MCP_TOKEN)"
+            )
+        security = _transport_security(allowed_hosts(host, extra_hosts))
     run: Run | None = None
     if memory.workspace.group is not None:
         group_tools = GroupTools(memory.workspace.root, main_group)
@@ -189,19 +206,114 @@ def serve(
     server = build_server(memory, run)
     # Build the index's RAM side while the client connects, not at its first search.
     threading.Thread(target=_warm, args=(memory,), name="memstrata-warm", daemon=True).start()
-    if not http:
+    if security is None:
         server.run("stdio")
         return
-    _serve_http(server, host, port, token)
+    _serve_http(server, host, port, token, security)
 
 
-def _serve_http(server: Any, host: str, port: int, token: str | None) -> None:
+def _serve_http(
+    server: Any, host: str, port: int, token: str | None, security: TransportSecuritySettings
+) -> None:
     import uvicorn
 
-    app = server.streamable_http_app()
+    app = server.streamable_http_app(host=host, transport_security=security)
     if token is not None:
         app = _BearerGuard(app, token)
     uvicorn.run(app, host=host, port=port, log_level="warning")
+
+
+# -- the hosts the HTTP server answers -------------------------------------------------------
+
+
+def allowed_hosts(host: str, extra: Iterable[str] = ()) -> list[str]:
+    """The Host header values an HTTP server bound to ``host`` answers, in the
+    SDK's form (``name``, and ``name:*`` for any port): the loopback names;
+    beyond loopback also ``host`` itself and this machine's hostname, and when
+    ``host`` is every address (``0.0.0.0``, ``::``) this machine's addresses;
+    then each of ``extra``: a name or an address, with a port or for any port
+    (``InvalidInput`` for anything else)."""
+    names = list(LOOPBACK_HOSTS)
+    if not _loopback(host):
+        if host not in EVERY_ADDRESS:
+            names.append(_bracketed(host))
+        names.append(socket.gethostname())
+        if host in EVERY_ADDRESS:
+            names += [_bracketed(address) for address in _own_addresses(ipv6=host == "::")]
+    found: list[str] = []
+    for name, port in [(name, None) for name in names] + [_extra_host(value) for value in extra]:
+        for form in dict.fromkeys((name, name.lower())):
+            found += [f"{form}:{port}"] if port else [form, f"{form}:*"]
+    return list(dict.fromkeys(found))
+
+
+def _bracketed(address: str) -> str:
+    """An IPv6 address in its Host header form (``[::1]``); anything else as it is."""
+    try:
+        return f"[{address}]" if ipaddress.ip_address(address).version == 6 else address
+    except ValueError:
+        return address
+
+
+def _extra_host(value: str) -> tuple[str, str | None]:
+    """One ``--allowed-host`` as (host, port or None for any port): ``name``,
+    ``name:port``, an IPv4 address, an IPv6 one (``fe80::1``, ``[fe80::1]``,
+    ``[fe80::1]:8765``)."""
+    given = value.strip()
+    host, port = given, None
+    if given.startswith("[") and "]" in given:
+        host, _, rest = given[1:].partition("]")
+        if rest:
+            port = rest.removeprefix(":") if rest.startswith(":") else ""
+    elif given.count(":") == 1:
+        host, port = given.split(":")
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        if given.startswith("[") or not _HOST_NAME.fullmatch(host):
+            port = ""  # not a host: refused below
+    else:
+        host = _bracketed(str(address))
+    if port is not None and not port.isdigit():
+        raise InvalidInput(
+            f"--allowed-host {value!r} is not a host: give a name or an address, with or "
+            "without :port (e.g. mybox.lan, 192.168.1.20, [fe80::1], mybox.lan:8765)"
+        )
+    return host, port
+
+
+def _own_addresses(*, ipv6: bool) -> list[str]:
+    """This machine's own IP addresses, read from ``/proc/net`` (Linux; none
+    elsewhere): no name lookup, no traffic."""
+    found: list[str] = []
+    try:
+        last = ""
+        for line in Path("/proc/net/fib_trie").read_text().splitlines():
+            part = line.strip()
+            if part.startswith("|-- "):
+                last = part[4:]
+            elif part.startswith("/32 host LOCAL") and last:
+                found.append(last)
+    except OSError:
+        pass
+    if ipv6:
+        try:
+            for line in Path("/proc/net/if_inet6").read_text().splitlines():
+                if line.strip():
+                    found.append(str(ipaddress.IPv6Address(int(line.split()[0], 16))))
+        except (OSError, ValueError):
+            pass
+    return list(dict.fromkeys(found))
+
+
+def _transport_security(hosts: list[str]) -> TransportSecuritySettings:
+    """The SDK's DNS-rebinding protection, answering ``hosts`` (and pages served from them)."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    origins = [f"{scheme}://{host}" for host in hosts for scheme in ("http", "https")]
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
+    )
 
 
 def _warm(memory: Memory) -> None:
