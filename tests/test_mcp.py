@@ -21,6 +21,14 @@ from test_access import ISSUE_ATTACKS  # noqa: E402
 HOSTILE = ISSUE_ATTACKS  # the issue's list of paths that must be refused
 
 
+def server_env(home: Path) -> dict[str, str]:
+    """The environment of a stdio server: the SDK passes only a few variables
+    on, so name the source tree under test (not whatever the venv installed)."""
+    import memstrata
+
+    return {"MEMSTRATA_HOME": str(home), "PYTHONPATH": str(Path(memstrata.__file__).parents[1])}
+
+
 def _text(result: object) -> str:
     content = getattr(result, "content", [])
     return "".join(getattr(part, "text", "") for part in content)
@@ -30,7 +38,7 @@ async def _session_run(ws: Path) -> dict[str, object]:
     params = StdioServerParameters(
         command=sys.executable,
         args=["-c", "from memstrata.cli import main; main()", "mcp", "-w", str(ws)],
-        env={"MEMSTRATA_HOME": str(ws)},
+        env=server_env(ws),
     )
     out: dict[str, object] = {}
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
@@ -74,6 +82,48 @@ def test_the_official_client_lists_writes_searches_gets_and_is_refused(tmp_path:
         assert text.startswith("Error:"), (path, text)
         assert "root:" not in text and "localhost" not in text, (path, text)
     assert "memstrata://core/USER.md" in result["resources"]  # type: ignore[operator]
+
+
+REFUSED_CALLS: list[tuple[str, dict[str, object]]] = [
+    ("memory_get", {"path": "../../etc/passwd"}),  # the path guard
+    ("memory_get", {"path": "/etc/passwd"}),
+    ("memory_get", {"path": "memory/never-written.md"}),  # not found
+    ("memory_search", {"query": ""}),  # a bad argument, refused by memstrata
+    ("memory_search", {"query": "port", "k": 0}),
+    ("memory_get", {"path": "MEMORY.md", "lines": 10_000}),
+    ("memory_search", {"query": "port", "k": "many"}),  # refused by the SDK's schema check
+    ("memory_forget", {"id": "no-such-id"}),  # not found
+]
+
+
+async def _refusal_run(ws: Path) -> list[tuple[bool, str]]:
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-c", "from memstrata.cli import main; main()", "mcp", "-w", str(ws)],
+        env=server_env(ws),
+    )
+    out = []
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        for name, arguments in [("memory_status", {}), *REFUSED_CALLS]:
+            result = await session.call_tool(name, arguments)
+            out.append((result.is_error, _text(result)))
+    return out
+
+
+def test_every_refusal_is_an_mcp_error_result(tmp_path: Path) -> None:
+    import anyio
+
+    ws = tmp_path / "ws"
+    with Memory.open(ws, embedder="none"):
+        pass
+    (ws / "memstrata.toml").write_text('[memory]\nembedder = "none"\n')
+    (ok, status), *refused = anyio.run(_refusal_run, ws)
+    assert ok is False and "index" in json.loads(status)
+    for (name, arguments), (is_error, text) in zip(REFUSED_CALLS, refused, strict=True):
+        assert is_error is True, (name, arguments, text)
+        assert text.strip() and "Traceback" not in text, (name, arguments, text)
+        assert "root:" not in text, (name, arguments, text)
 
 
 def test_tool_schemas_and_dispatch(tmp_path: Path) -> None:
@@ -237,7 +287,7 @@ async def _group_run(root: Path) -> list[str]:
     params = StdioServerParameters(
         command=sys.executable,
         args=["-c", "from memstrata.cli import main; main()", "mcp", "-w", str(root), "-g", "a"],
-        env={"MEMSTRATA_HOME": str(root)},
+        env=server_env(root),
     )
     out = []
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:

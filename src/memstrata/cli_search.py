@@ -211,13 +211,38 @@ def context(
 @click.command()
 @workspace_options
 @click.option("--http", is_flag=True, help="Serve streamable HTTP instead of stdio.")
-@click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", type=click.IntRange(1, 65535), default=8765, show_default=True)
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="With --http: the address to bind; 0.0.0.0 or :: for every address "
+    "(beyond loopback needs --token).",
+)
+@click.option(
+    "--port",
+    type=click.IntRange(1, 65535),
+    default=8765,
+    show_default=True,
+    help="With --http: the port to listen on.",
+)
 @click.option(
     "--token",
     envvar="MEMSTRATA_MCP_TOKEN",
+    show_envvar=True,
     default=None,
-    help="Bearer token clients must send (needed to bind beyond loopback).",
+    help="Bearer token clients must send (needed to bind beyond loopback); "
+    "surrounding whitespace is dropped, an empty one refused.",
+)
+@click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    multiple=True,
+    envvar="MEMSTRATA_MCP_ALLOWED_HOSTS",
+    show_envvar=True,
+    metavar="HOST[:PORT]",
+    help="With --http: one more name clients may address the server by (the Host header), "
+    "e.g. a DNS name or a proxy's; repeatable. Bound beyond loopback, the bound address, "
+    "this machine's hostname and (on 0.0.0.0 or ::) its addresses are allowed already.",
 )
 @click.option(
     "--main-group",
@@ -233,6 +258,7 @@ def mcp(
     host: str,
     port: int,
     token: str | None,
+    allowed_hosts: tuple[str, ...],
     main_group: str,
 ) -> None:
     """Serve the memory tools over MCP (stdio; --http for streamable HTTP).
@@ -242,4 +268,12 @@ def mcp(
     from .mcp_server import serve
 
     with open_memory(workspace, group) as memory:
-        serve(memory, http=http, host=host, port=port, token=token, main_group=main_group)
+        serve(
+            memory,
+            http=http,
+            host=host,
+            port=port,
+            token=token,
+            main_group=main_group,
+            extra_hosts=allowed_hosts,
+        )

@@ -4,37 +4,64 @@ official SDK (``mcp`` ≥ 2.3, ``MCPServer``).
 * Tools: ``memory_search``, ``memory_get``, ``memory_write``,
   ``memory_forget``, ``memory_status`` — the implementations of
   ``memstrata.tools`` (one code path for every interface), results as text.
+  A refusal (access denied, a path the guard refuses, a bad argument,
+  something not found) is an MCP error result: ``isError`` set, its
+  ``Error: …`` text as the content.
 * Resources: the core files, ``memstrata://core/AGENT.md``, ``USER.md``,
   ``SOUL.md``.
 * One long-lived process serves many calls on one open ``Memory``: writes
   are serialised by its lock, reads do not wait for them.
-* Transports: stdio (the default), or streamable HTTP on loopback
-  (``--http``); binding to any other address needs a bearer token, checked
-  on every request.
+* Transports: stdio (the default), or streamable HTTP (``--http``). Bound
+  to loopback, the SDK's DNS-rebinding protection stays: the Host header
+  must name 127.0.0.1, localhost or [::1] (or an ``allowed_hosts`` entry).
+  Binding to any other address needs a bearer token (surrounding
+  whitespace stripped, never empty), checked in constant time on every
+  request; the Host header may then also name the bound address, this
+  machine's hostname, its own addresses when bound to every address
+  (``0.0.0.0``, ``::``; read from ``/proc`` on Linux, no lookup), and the
+  ``allowed_hosts`` (names only DNS or a proxy knows); any other is 421.
+* Shutdown: the index warm-up thread (it runs onnxruntime) is stopped at its
+  next step and joined before the memory closes; one still inside native
+  code after ``STOP_WAIT_SECONDS`` (a model load, a batch of embeddings) is
+  not waited for: the memory is flushed and the process leaves at once
+  (``os._exit``), since an interpreter that finalises under a thread in
+  onnxruntime aborts (``terminate called without an active exception``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import ipaddress
 import logging
+import os
+import re
+import socket
 import sqlite3
+import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import BackendUnavailable, InvalidInput, MemstrataError
 from .memory import Memory
-from .tools import TOOLS, GroupTools, dispatch
+from .tools import TOOLS, Answer, GroupTools, answer
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
+    from mcp.server.transport_security import TransportSecuritySettings
+    from mcp.types import CallToolResult
 
 log = logging.getLogger("memstrata")
 
-__all__ = ["build_server", "serve"]
+__all__ = ["allowed_hosts", "bearer_token", "build_server", "serve"]
 
 CORE_FILES = ("AGENT.md", "USER.md", "SOUL.md")
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+EVERY_ADDRESS = frozenset({"0.0.0.0", "::", ""})
+STOP_WAIT_SECONDS = 1.0  # within the 2 s an MCP client gives a server to exit
+_HOST_NAME = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,251}[A-Za-z0-9_])?")
 
 
 def _sdk() -> Any:
@@ -47,7 +74,7 @@ def _sdk() -> Any:
     return MCPServer
 
 
-Run = Callable[[str, dict[str, Any]], str]  # (tool, arguments) -> result text
+Run = Callable[[str, dict[str, Any]], Answer]  # (tool, arguments) -> result
 
 
 def build_server(memory: Memory, run: Run | None = None) -> Any:
@@ -55,8 +82,8 @@ def build_server(memory: Memory, run: Run | None = None) -> Any:
     ``run`` when given: a group-aware dispatch)."""
     if run is None:
 
-        def run(name: str, arguments: dict[str, Any]) -> str:
-            return dispatch(memory, name, arguments)
+        def run(name: str, arguments: dict[str, Any]) -> Answer:
+            return answer(memory, name, arguments)
 
     server = _sdk()(
         name="memstrata",
@@ -66,42 +93,57 @@ def build_server(memory: Memory, run: Run | None = None) -> Any:
         ),
     )
 
-    @server.tool(name="memory_search", description=TOOLS["memory_search"]["description"])
+    @server.tool(name="memory_search", description=TOOLS["memory_search"]["description"], **_TEXT)
     def memory_search(
         query: str,
         k: int = 8,
         layer: str | None = None,
         session: str | None = None,
         group: str | None = None,
-    ) -> str:
+    ) -> object:
         arguments: dict[str, Any] = {"query": query, "k": k}
         for key, value in (("layer", layer), ("session", session), ("group", group)):
             if value is not None:
                 arguments[key] = value
-        return run("memory_search", arguments)
+        return _result(run("memory_search", arguments))
 
-    @server.tool(name="memory_get", description=TOOLS["memory_get"]["description"])
+    @server.tool(name="memory_get", description=TOOLS["memory_get"]["description"], **_TEXT)
     def memory_get(
         path: str, from_line: int = 1, lines: int = 400, group: str | None = None
-    ) -> str:
+    ) -> object:
         arguments = {"path": path, "from_line": from_line, "lines": lines}
-        return run("memory_get", _with_group(arguments, group))
+        return _result(run("memory_get", _with_group(arguments, group)))
 
-    @server.tool(name="memory_write", description=TOOLS["memory_write"]["description"])
-    def memory_write(text: str, category: str | None = None, group: str | None = None) -> str:
-        return run("memory_write", _with_group({"text": text, "category": category}, group))
+    @server.tool(name="memory_write", description=TOOLS["memory_write"]["description"], **_TEXT)
+    def memory_write(text: str, category: str | None = None, group: str | None = None) -> object:
+        return _result(
+            run("memory_write", _with_group({"text": text, "category": category}, group))
+        )
 
-    @server.tool(name="memory_forget", description=TOOLS["memory_forget"]["description"])
-    def memory_forget(id: str, group: str | None = None) -> str:  # noqa: A002 - its name
-        return run("memory_forget", _with_group({"id": id}, group))
+    @server.tool(name="memory_forget", description=TOOLS["memory_forget"]["description"], **_TEXT)
+    def memory_forget(id: str, group: str | None = None) -> object:  # noqa: A002 - its name
+        return _result(run("memory_forget", _with_group({"id": id}, group)))
 
-    @server.tool(name="memory_status", description=TOOLS["memory_status"]["description"])
-    def memory_status(group: str | None = None) -> str:
-        return run("memory_status", _with_group({}, group))
+    @server.tool(name="memory_status", description=TOOLS["memory_status"]["description"], **_TEXT)
+    def memory_status(group: str | None = None) -> object:
+        return _result(run("memory_status", _with_group({}, group)))
 
     for file in CORE_FILES:
         _core_resource(server, memory, file)
     return server
+
+
+# Each tool returns its own CallToolResult: the text as content, a refusal flagged
+# isError (no structured copy of the text, which is JSON already).
+_TEXT: dict[str, Any] = {"structured_output": False}
+
+
+def _result(outcome: Answer) -> CallToolResult:
+    """``outcome`` as an MCP tool result; a refusal is an error result (``isError``)."""
+    from mcp.types import CallToolResult, TextContent
+
+    text = TextContent(type="text", text=outcome.text)
+    return CallToolResult(content=[text], is_error=outcome.is_error)
 
 
 def _with_group(arguments: dict[str, Any], group: str | None) -> dict[str, Any]:
@@ -123,6 +165,20 @@ def _loopback(host: str) -> bool:
         return False
 
 
+def bearer_token(token: str | None) -> str | None:
+    """``token`` without surrounding whitespace (None: no token); ``InvalidInput``
+    when nothing is left of it."""
+    if token is None:
+        return None
+    cleaned = token.strip()
+    if not cleaned:
+        raise InvalidInput(
+            "the bearer token (--token or MEMSTRATA_MCP_TOKEN) is empty or only whitespace: "
+            "give a secret, or no token at all to serve on loopback"
+        )
+    return cleaned
+
+
 def serve(
     memory: Memory,
     *,
@@ -131,68 +187,237 @@ def serve(
     port: int = 8765,
     token: str | None = None,
     main_group: str = "main",
+    extra_hosts: Iterable[str] = (),
 ) -> None:
     """Serve ``memory`` until the process ends (stdio, or HTTP when ``http``).
 
     A memory opened for a group serves that group as the caller, under the
     rules of ``access.Groups`` (``main_group`` may name any group; the others
-    their own and ``global``)."""
+    their own and ``global``). ``extra_hosts``: more Host header values the
+    HTTP server answers (see ``allowed_hosts``). When the transport ends, the
+    index warm-up stops first (or the process leaves at once: see the module)."""
+    token = bearer_token(token)
+    security = None
+    if http:
+        if not _loopback(host) and token is None:
+            raise InvalidInput(
+                f"refusing to serve on {host}: only loopback is served without a bearer token "
+                "(give --token or set MEMSTRATA_MCP_TOKEN)"
+            )
+        security = _transport_security(allowed_hosts(host, extra_hosts))
     run: Run | None = None
+    flush = memory.flush
     if memory.workspace.group is not None:
         group_tools = GroupTools(memory.workspace.root, main_group)
         group_tools.adopt(memory)
         caller = memory.workspace.group
+        flush = group_tools.flush
 
-        def run(name: str, arguments: dict[str, Any]) -> str:
-            return group_tools.dispatch(name, arguments, group=caller)
+        def run(name: str, arguments: dict[str, Any]) -> Answer:
+            return group_tools.answer(name, arguments, group=caller)
 
     server = build_server(memory, run)
     # Build the index's RAM side while the client connects, not at its first search.
-    threading.Thread(target=_warm, args=(memory,), name="memstrata-warm", daemon=True).start()
-    if not http:
-        server.run("stdio")
-        return
-    if not _loopback(host) and not token:
-        raise InvalidInput(
-            f"refusing to serve on {host}: only loopback is served without a bearer token "
-            "(give --token or set MEMSTRATA_MCP_TOKEN)"
-        )
+    warm = _Warmup(memory)
+    try:
+        if security is None:
+            server.run("stdio")
+        else:
+            _serve_http(server, host, port, token, security)
+    except BaseException:
+        warm.stop(flush, exit_code=1)
+        raise
+    warm.stop(flush, exit_code=0)
+
+
+def _serve_http(
+    server: Any, host: str, port: int, token: str | None, security: TransportSecuritySettings
+) -> None:
     import uvicorn
 
-    app = server.streamable_http_app()
-    if token:
+    app = server.streamable_http_app(host=host, transport_security=security)
+    if token is not None:
         app = _BearerGuard(app, token)
     uvicorn.run(app, host=host, port=port, log_level="warning")
 
 
-def _warm(memory: Memory) -> None:
-    """Bring the index up to date and build its RAM side; a failure costs only
-    speed (the first search does the same work and reports its own errors)."""
+# -- the hosts the HTTP server answers -----------------------------------------------------
+
+
+def allowed_hosts(host: str, extra: Iterable[str] = ()) -> list[str]:
+    """The Host header values an HTTP server bound to ``host`` answers, in the
+    SDK's form (``name``, and ``name:*`` for any port): the loopback names;
+    beyond loopback also ``host`` itself and this machine's hostname, and when
+    ``host`` is every address (``0.0.0.0``, ``::``) this machine's addresses;
+    then each of ``extra``: a name or an address, with a port or for any port
+    (``InvalidInput`` for anything else)."""
+    names = list(LOOPBACK_HOSTS)
+    if not _loopback(host):
+        if host not in EVERY_ADDRESS:
+            names.append(_bracketed(host))
+        names.append(socket.gethostname())
+        if host in EVERY_ADDRESS:
+            names += [_bracketed(address) for address in _own_addresses(ipv6=host == "::")]
+    found: list[str] = []
+    for name, port in [(name, None) for name in names] + [_extra_host(value) for value in extra]:
+        for form in dict.fromkeys((name, name.lower())):
+            found += [f"{form}:{port}"] if port else [form, f"{form}:*"]
+    return list(dict.fromkeys(found))
+
+
+def _bracketed(address: str) -> str:
+    """An IPv6 address in its Host header form (``[::1]``); anything else as it is."""
     try:
-        memory.reindex(warm=True)
-    except (MemstrataError, OSError, RuntimeError, sqlite3.Error) as exc:  # closed at exit
-        log.info("memstrata: warming the index failed: %s", exc)
+        return f"[{address}]" if ipaddress.ip_address(address).version == 6 else address
+    except ValueError:
+        return address
+
+
+def _extra_host(value: str) -> tuple[str, str | None]:
+    """One ``--allowed-host`` as (host, port or None for any port): ``name``,
+    ``name:port``, an IPv4 address, an IPv6 one (``fe80::1``, ``[fe80::1]``,
+    ``[fe80::1]:8765``)."""
+    given = value.strip()
+    host, port = given, None
+    if given.startswith("[") and "]" in given:
+        host, _, rest = given[1:].partition("]")
+        if rest:
+            port = rest.removeprefix(":") if rest.startswith(":") else ""
+    elif given.count(":") == 1:
+        host, port = given.split(":")
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        if given.startswith("[") or not _HOST_NAME.fullmatch(host):
+            port = ""  # not a host: refused below
+    else:
+        host = _bracketed(str(address))
+    if port is not None and not port.isdigit():
+        raise InvalidInput(
+            f"--allowed-host {value!r} is not a host: give a name or an address, with or "
+            "without :port (e.g. mybox.lan, 192.168.1.20, [fe80::1], mybox.lan:8765)"
+        )
+    return host, port
+
+
+def _own_addresses(*, ipv6: bool) -> list[str]:
+    """This machine's own IP addresses, read from ``/proc/net`` (Linux; none
+    elsewhere): no name lookup, no traffic."""
+    found: list[str] = []
+    try:
+        last = ""
+        for line in Path("/proc/net/fib_trie").read_text().splitlines():
+            part = line.strip()
+            if part.startswith("|-- "):
+                last = part[4:]
+            elif part.startswith("/32 host LOCAL") and last:
+                found.append(last)
+    except OSError:
+        pass
+    if ipv6:
+        try:
+            for line in Path("/proc/net/if_inet6").read_text().splitlines():
+                if line.strip():
+                    found.append(str(ipaddress.IPv6Address(int(line.split()[0], 16))))
+        except (OSError, ValueError):
+            pass
+    return list(dict.fromkeys(found))
+
+
+def _transport_security(hosts: list[str]) -> TransportSecuritySettings:
+    """The SDK's DNS-rebinding protection, answering ``hosts`` (and pages served from them)."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    origins = [f"{scheme}://{host}" for host in hosts for scheme in ("http", "https")]
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
+    )
+
+
+# -- the index warm-up ---------------------------------------------------------------------
+
+
+class _Stopped(Exception):
+    """Raised in the warm-up thread at its next step once ``_Warmup.stop`` was called."""
+
+
+class _Warmup:
+    """Brings the index up to date and builds its RAM side in a daemon thread;
+    ``stop`` ends it before the process does (see the module)."""
+
+    def __init__(self, memory: Memory) -> None:
+        self._memory = memory
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="memstrata-warm", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        """A failure costs only speed (the first search does the same work and
+        reports its own errors)."""
+        try:
+            self._step("start", 0, 0)
+            self._memory.reindex(warm=True, progress=self._step)
+        except _Stopped:
+            log.debug("memstrata: the index warm-up stopped for the shutdown")
+        except (MemstrataError, OSError, RuntimeError, sqlite3.Error) as exc:
+            log.info("memstrata: warming the index failed: %s", exc)
+
+    def _step(self, stage: str, done: int, total: int) -> None:
+        del stage, done, total
+        if self._stopping.is_set():
+            raise _Stopped
+
+    def stop(self, flush: Callable[[], None], *, exit_code: int) -> None:
+        """Stop the warm-up and wait for it (``STOP_WAIT_SECONDS`` at most). If it
+        is still in native code then, ``flush`` the memory and end the process
+        now with ``exit_code``: never finalise the interpreter under it."""
+        self._stopping.set()
+        self._thread.join(STOP_WAIT_SECONDS)
+        if not self._thread.is_alive():
+            return
+        log.info("memstrata: leaving while the index warm-up runs; the next start finishes it")
+        try:
+            flush()
+        except MemstrataError as exc:
+            log.warning("memstrata: flushing the memory at exit failed: %s", exc)
+        logging.shutdown()
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing to say
+                stream.flush()
+        os._exit(exit_code)
+
+
+# -- the bearer token ----------------------------------------------------------------------
 
 
 class _BearerGuard:
-    """ASGI middleware: every HTTP request must carry ``Authorization: Bearer <token>``."""
+    """ASGI middleware: every HTTP request must carry ``Authorization: Bearer
+    <token>`` (the scheme in any case, the token compared in constant time);
+    401 otherwise. A websocket is closed (the MCP transport has none)."""
 
     def __init__(self, app: Any, token: str) -> None:
         self.app, self._token = app, token.encode()
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope.get("type") == "http":
-            headers = dict(scope.get("headers") or [])
-            given = headers.get(b"authorization", b"")
-            expected = b"Bearer " + self._token
-            if not hmac.compare_digest(given, expected):
-                await send(
-                    {
-                        "type": "http.response.start",
-                        "status": 401,
-                        "headers": [(b"content-type", b"text/plain")],
-                    }
-                )
-                await send({"type": "http.response.body", "body": b"missing or wrong bearer token"})
-                return
-        await self.app(scope, receive, send)
+        kind = scope.get("type")
+        if kind == "lifespan" or (kind == "http" and self._authorised(scope)):
+            await self.app(scope, receive, send)
+        elif kind == "websocket":
+            await send({"type": "websocket.close", "code": 1008})
+        else:
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 401,
+                    "headers": [
+                        (b"content-type", b"text/plain"),
+                        (b"www-authenticate", b"Bearer"),
+                    ],
+                }
+            )
+            await send({"type": "http.response.body", "body": b"missing or wrong bearer token"})
+
+    def _authorised(self, scope: dict[str, Any]) -> bool:
+        given = dict(scope.get("headers") or []).get(b"authorization", b"")
+        scheme, _, credentials = bytes(given).partition(b" ")
+        return scheme.lower() == b"bearer" and hmac.compare_digest(credentials.strip(), self._token)

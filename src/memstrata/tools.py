@@ -14,6 +14,8 @@
 ``dispatch(memory, name, arguments)`` runs one call and returns its result as
 text, as models expect: JSON for results, ``Error: …`` for a refusal or a bad
 argument (never a traceback, never content from outside the workspace).
+``answer`` is the same with the refusal flagged (``Answer.is_error``), for a
+protocol that marks errors apart from the text (MCP's ``isError``).
 
 ``GroupTools(root, main)`` serves callers in groups (seed 001): every call
 names the caller's group; an optional ``group`` argument names another
@@ -28,13 +30,13 @@ import json
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from .access import GLOBAL, Groups, resolve
 from .errors import MemstrataError
 from .memory import Memory
 
-__all__ = ["TOOLS", "GroupTools", "anthropic_tools", "dispatch", "openai_tools"]
+__all__ = ["TOOLS", "Answer", "GroupTools", "answer", "anthropic_tools", "dispatch", "openai_tools"]
 
 MAX_LINES = 400
 
@@ -249,14 +251,36 @@ def _arguments(arguments: Mapping[str, Any] | str | None) -> dict[str, Any]:
     return dict(arguments or {})
 
 
-def dispatch(memory: Memory, name: str, arguments: Mapping[str, Any] | str | None) -> str:
+class Answer(NamedTuple):
+    """One tool call's result as text (JSON, or ``Error: …``) and whether it is a refusal."""
+
+    text: str
+    is_error: bool
+
+
+def _refusal(exc: Exception) -> Answer:
+    return Answer(f"Error: {exc}", True)
+
+
+def _success(result: Any) -> Answer:
+    return Answer(json.dumps(result, ensure_ascii=False), False)
+
+
+def answer(memory: Memory, name: str, arguments: Mapping[str, Any] | str | None) -> Answer:
     """Run tool ``name`` with ``arguments`` (a mapping or a JSON string); the
-    result as text: JSON, or ``Error: …``."""
+    result as text, with refusals (a denied path, a bad argument, a missing
+    item ...) flagged."""
     try:
         result = call(memory, name, _arguments(arguments))
     except (MemstrataError, ValueError) as exc:
-        return f"Error: {exc}"
-    return json.dumps(result, ensure_ascii=False)
+        return _refusal(exc)
+    return _success(result)
+
+
+def dispatch(memory: Memory, name: str, arguments: Mapping[str, Any] | str | None) -> str:
+    """Run tool ``name`` with ``arguments`` (a mapping or a JSON string); the
+    result as text: JSON, or ``Error: …``."""
+    return answer(memory, name, arguments).text
 
 
 _WRITES = frozenset({"memory_write", "memory_forget"})
@@ -289,6 +313,10 @@ class GroupTools:
 
     def dispatch(self, name: str, arguments: Mapping[str, Any] | str | None, *, group: str) -> str:
         """Run tool ``name`` for a caller in ``group``; the result as text."""
+        return self.answer(name, arguments, group=group).text
+
+    def answer(self, name: str, arguments: Mapping[str, Any] | str | None, *, group: str) -> Answer:
+        """Run tool ``name`` for a caller in ``group``; the result as text, refusals flagged."""
         try:
             given = _arguments(arguments)
             target = given.pop("group", None)
@@ -304,8 +332,15 @@ class GroupTools:
                     result.sort(key=lambda hit: -hit["score"])
                     result = result[: given.get("k", 8)]
         except (MemstrataError, ValueError) as exc:
-            return f"Error: {exc}"
-        return json.dumps(result, ensure_ascii=False)
+            return _refusal(exc)
+        return _success(result)
+
+    def flush(self) -> None:
+        """Make every open group's memory durable now (``Memory.flush``)."""
+        with self._lock:
+            opened = list(self._open.values())
+        for memory in opened:
+            memory.flush()
 
     def close(self) -> None:
         with self._lock:
