@@ -437,12 +437,15 @@ class Index(Mirror):
             )
             cid = cursor.lastrowid
             assert cid is not None
-            db.execute(
-                "INSERT INTO chunks_fts (rowid, body) VALUES (?, ?)", (cid, index_text(chunk.body))
-            )
             self._mapped(cid, chunk)
             self.unembedded.add(cid)
             ids.append(cid)
+        # after the chunks: a statement that fires a trigger (the change log) opens
+        # a savepoint, at which FTS5 writes out what it holds (one segment per row)
+        db.executemany(
+            "INSERT INTO chunks_fts (rowid, body) VALUES (?, ?)",
+            ((cid, index_text(chunk.body)) for cid, chunk in zip(ids, chunks, strict=True)),
+        )
         return ids
 
     # -- reads ---------------------------------------------------------------------
