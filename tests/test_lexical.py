@@ -183,7 +183,12 @@ def test_an_index_written_before_the_clitic_fix_is_retokenized(tmp_path: Path) -
     db = sqlite3.connect(tmp_path / "index.sqlite")
     db.execute("DELETE FROM chunks_fts")
     db.execute("INSERT INTO chunks_fts (rowid, body) VALUES (?, ?)", (cid, "Carolineʻs dog barks"))
-    db.execute("DELETE FROM migrations WHERE name = '0004_retokenize_clitics'")
+    db.execute("DELETE FROM migrations WHERE name >= '0004'")  # and the change log after it
+    for trigger in ("chunk_added", "chunk_removed", "vector_added", "vector_removed"):
+        db.execute(f"DROP TRIGGER {trigger}")
+    for trigger in ("file_added", "file_changed", "file_removed"):
+        db.execute(f"DROP TRIGGER {trigger}")
+    db.execute("DROP TABLE changes")
     db.commit()
     db.close()
     reopened = Index(tmp_path / "index.sqlite")

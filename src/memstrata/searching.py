@@ -18,11 +18,17 @@ on top of ``index`` (the derived index) and ``Engine`` (store and hooks).
   ``status()``, and ``index_status()["embedder"]`` names the reason.
 * Searches of one ``Memory`` are serialised (one index connection); they
   never take the workspace's writer lock.
+* **Several processes** share the index file: a sync first takes in what the
+  others indexed (``Index.refresh``) and the store what they wrote; facts are
+  indexed under the index's write lock from the store as it is then, so the
+  last process to index a fact indexes its latest state. An index found
+  damaged is replaced by an empty one and the sync runs again on it.
 """
 
 from __future__ import annotations
 
 import builtins
+import contextlib
 import hashlib
 import logging
 import re
@@ -41,8 +47,8 @@ from .index.chunks import Chunk, chunk_file, fact_chunks, layer_of, memory_md_li
 from .index.chunks import searchable_files as list_searchable
 from .index.lexical import Lexical
 from .index.search import Filters, Hit, Vectors, Weights, hybrid
-from .index.sqlite import FileState, Index
-from .model import WriteEvent, now
+from .index.sqlite import FileState, Index, IndexCorrupt, Stale
+from .model import Item, WriteEvent, now
 
 if TYPE_CHECKING:
     import numpy as np
@@ -55,6 +61,7 @@ log = logging.getLogger("memstrata")
 
 RESCAN_SECONDS = 10.0
 EMBED_BATCH = 256
+_STALE_TRIES = 5  # an append decided again at most this often, then Conflict
 _APPEND_ONLY = ("transcripts", "daily_notes")
 LAYERS = frozenset(
     {"long_term", "daily_notes", "semantic", "notebook", "core", "working", "session_state",
@@ -156,7 +163,8 @@ class Searching(Engine):
         state = self._searcher()
         with state.lock:
             if full:
-                state.index.drop()
+                with contextlib.suppress(IndexCorrupt):  # then it was replaced by an empty one
+                    state.index.drop()
                 state.facts_generation = None  # compare the whole store again
             state.last_scan = 0.0
             report = self._sync(state, progress=progress)
@@ -232,10 +240,32 @@ class Searching(Engine):
             state.index.close()
 
     def _sync(self, state: _SearchState, progress: Progress | None = None) -> IndexReport:
+        try:
+            return self._sync_once(state, progress)
+        except IndexCorrupt:  # it was replaced by an empty index: fill that one
+            return self._sync_once(state, progress)
+
+    def _sync_once(self, state: _SearchState, progress: Progress | None) -> IndexReport:
         started = time.perf_counter()
         index = state.index
+        index.refresh()  # what other processes indexed
+        if index.resets != state.resets:  # emptied or loaded again: compare everything
+            state.resets = index.resets
+            state.facts_generation = None
+            state.last_scan = 0.0
         with state.dirty_lock:
             dirty, state.dirty = state.dirty, set()
+        try:
+            return self._sync_files(state, dirty, progress, started)
+        except BaseException:
+            with state.dirty_lock:  # not indexed: the next sync tries them again
+                state.dirty |= dirty
+            raise
+
+    def _sync_files(
+        self, state: _SearchState, dirty: set[str], progress: Progress | None, started: float
+    ) -> IndexReport:
+        index = state.index
         indexed = removed = 0
         full_scan = time.monotonic() - state.last_scan >= RESCAN_SECONDS
         paths = self._changed_files(state) if full_scan else self._dirty_files(dirty)
@@ -289,7 +319,14 @@ class Searching(Engine):
             yield relative, (path if path.is_file() else None)
 
     def _index_file(self, state: _SearchState, relative: str, path: Path) -> bool:
-        """(Re)chunk one file; False when its content had not changed."""
+        """(Re)chunk one file; False when its content had not changed. An append
+        decided on what another process has re-indexed meanwhile is decided again."""
+        for _ in range(_STALE_TRIES - 1):
+            with contextlib.suppress(Stale):
+                return self._index_file_once(state, relative, path)
+        return self._index_file_once(state, relative, path)
+
+    def _index_file_once(self, state: _SearchState, relative: str, path: Path) -> bool:
         index = state.index
         try:
             info = path.stat()
@@ -331,27 +368,39 @@ class Searching(Engine):
     def _sync_facts(self, state: _SearchState) -> None:
         """Long-term items changed since the last sync, from the engine's change
         log of item ids; the whole store is compared with the index only at the
-        first sync and after the store (or its log) was started again."""
+        first sync and after the store (or its log) or the index was started
+        again. The store catches up with the journal under the index's write
+        lock: a fact another process changes after that is indexed after this."""
+        self._refresh()
         with self._state:
-            items = self._store.items
-            generation, changes = self.fact_generation, self.fact_changes
-            if state.facts_generation != generation:
-                indexed = {c.ref: c for c in state.index.path_chunks("MEMORY.md") if c.ref}
-                changed = [
-                    item
-                    for key, item in items.items()
-                    if (chunk := indexed.get(key)) is None
-                    or (chunk.text, chunk.title, chunk.live)
-                    != (item.text, item.category, item.is_live)
-                ]
-                refs = [item.id for item in changed] + [r for r in indexed if r not in items]
-            else:
-                touched = dict.fromkeys(changes[state.facts_seen :])
-                changed = [items[key] for key in touched if key in items]
-                refs = list(touched)
-            state.facts_generation, state.facts_seen = generation, len(changes)
-        if refs:
-            state.index.replace_refs("MEMORY.md", refs, fact_chunks(changed, {}))
+            if (state.facts_generation, state.facts_seen) == (
+                self.fact_generation,
+                len(self.fact_changes),
+            ):
+                return
+        with state.index.transaction():
+            self._catch_up(repair=False)
+            with self._state:
+                generation, seen = self.fact_generation, len(self.fact_changes)
+                refs, changed = self._changed_facts(state)
+            if refs:
+                state.index.replace_refs("MEMORY.md", refs, fact_chunks(changed, {}))
+        state.facts_generation, state.facts_seen = generation, seen  # once committed
+
+    def _changed_facts(self, state: _SearchState) -> tuple[builtins.list[str], builtins.list[Item]]:
+        """The refs to index again since the last sync, and the live items among them."""
+        items = self._store.items
+        if state.facts_generation != self.fact_generation:
+            indexed = {c.ref: c for c in state.index.path_chunks("MEMORY.md") if c.ref}
+            changed = [
+                item
+                for key, item in items.items()
+                if (chunk := indexed.get(key)) is None
+                or (chunk.text, chunk.title, chunk.live) != (item.text, item.category, item.is_live)
+            ]
+            return [item.id for item in changed] + [r for r in indexed if r not in items], changed
+        touched = dict.fromkeys(self.fact_changes[state.facts_seen :])
+        return list(touched), [items[key] for key in touched if key in items]
 
     def _line_of(self, state: _SearchState, chunk: Chunk) -> tuple[int, int]:
         if chunk.path != "MEMORY.md" or chunk.ref is None:
@@ -398,7 +447,8 @@ class Searching(Engine):
         )
         done = 0
         for start in range(0, len(missing), EMBED_BATCH):
-            batch = missing[start : start + EMBED_BATCH]
+            # a chunk another process removed meanwhile is gone from the mirror
+            batch = [cid for cid in missing[start : start + EMBED_BATCH] if cid in index.chunks]
             bodies = [index.chunks[cid].body for cid in batch]
             unique = list(dict.fromkeys(bodies))  # repeated texts ("ok", "thanks") once
             matrix = embedder.embed(unique)
@@ -438,6 +488,7 @@ class _SearchState:
         self.last_scan = 0.0
         self.facts_generation: int | None = None  # of the engine's change log, when synced
         self.facts_seen = 0  # place in that log
+        self.resets = index.resets  # of the index's mirror, when synced
         self.vectors = Vectors()
         self.lexical = Lexical()
         self.embedder: Embedder | None = None

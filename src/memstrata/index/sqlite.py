@@ -3,14 +3,27 @@ float32 blobs, and a RAM mirror of every chunk and vector for scoring, fusion
 and filtering (``Lexical`` and ``Vectors`` follow its change logs).
 
 * **Derived.** Everything here is rebuilt from the workspace's files: deleting
-  ``index.sqlite`` loses nothing (``Index.drop`` does it on purpose).
-* **Migrations** are named and ordered (``MIGRATIONS``); each runs once, in a
-  transaction, and is recorded in ``migrations``. A file whose recorded
-  migrations are not a prefix of this code's (a newer memstrata wrote it) is
-  rebuilt rather than guessed at.
-* **One transaction per file.** The chunks of a file are replaced (or, for an
-  append-only file, extended) atomically with its fingerprint, so after a
-  crash a file is either indexed as it was or as it is.
+  ``index.sqlite`` loses nothing (``Index.drop`` does it on purpose). A file
+  that is damaged or from a newer schema (``schema``) is replaced by an empty
+  one, at open or when a statement finds it so (then ``IndexCorrupt`` tells
+  the caller, whose next sync fills it); ``resets`` counts the times the
+  mirror was emptied or loaded again.
+* **One transaction per write** (``_transaction``): ``BEGIN IMMEDIATE``,
+  ``COMMIT`` on success, ``ROLLBACK`` on any exception (``KeyboardInterrupt``
+  too), after which what the mirror changed in it is read back from the file:
+  the connection and the mirror are usable after any failure. The chunks of a
+  file are replaced (or, for an append-only file, extended) atomically with
+  its fingerprint, so after a crash a file is indexed as it was or as it is.
+* **Several processes, one file.** The mirror follows the file's change log
+  (``schema``) at the start of every transaction, under the write lock, so a
+  write is decided on what the file holds, and at ``refresh``. What a caller
+  took from the mirror before is checked there: ``set_vectors`` stores only
+  vectors of chunks that still hold what the caller read (ids another process
+  removed or used again are skipped), ``replace(append=True)`` raises
+  ``Stale`` when another process indexed that file meanwhile. A file deleted
+  or replaced under the connection is opened again.
+* **Errors.** A lock another process holds is waited for ``BUSY_SECONDS``,
+  then ``Conflict``; no ``sqlite3`` error leaves this module (``sqlerrors``).
 * Reads of the RAM mirror take no lock; writers hold ``Index.lock``.
 """
 
@@ -19,145 +32,134 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import threading
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
-from ..model import parse_time
+from ..errors import Conflict, InvalidInput
+from ..files import storage_errors
 from .chunks import Chunk
+from .mirror import FileState, Mirror
+from .schema import CHUNK_COLUMNS, MIGRATIONS, NewerSchema, last_change, migrate, row_chunk
+from .sqlerrors import BUSY_SECONDS, IndexCorrupt, mapped
 
-__all__ = ["MIGRATIONS", "FileState", "Index"]
+__all__ = ["MIGRATIONS", "FileState", "Index", "IndexCorrupt", "Stale"]
 
-MIGRATIONS: tuple[tuple[str, str], ...] = (
-    (
-        "0001_chunks",
-        """
-        CREATE TABLE files (
-            path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
-            sha256 TEXT NOT NULL, indexed_at TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP
-        );
-        CREATE TABLE chunks (
-            id INTEGER PRIMARY KEY, path TEXT NOT NULL, layer TEXT NOT NULL,
-            line_start INTEGER NOT NULL, line_end INTEGER NOT NULL, text TEXT NOT NULL,
-            title TEXT NOT NULL DEFAULT '', session TEXT, created_at TEXT,
-            source TEXT NOT NULL, ref TEXT, live INTEGER NOT NULL DEFAULT 1
-        );
-        CREATE INDEX chunks_by_path ON chunks (path);
-        CREATE INDEX chunks_by_ref ON chunks (ref);
-        """,
-    ),
-    (
-        "0002_fts5",
-        """
-        CREATE VIRTUAL TABLE chunks_fts USING fts5 (
-            body, tokenize = 'porter unicode61 remove_diacritics 2'
-        );
-        """,
-    ),
-    (
-        "0003_vectors",
-        """
-        CREATE TABLE vectors (
-            chunk_id INTEGER PRIMARY KEY REFERENCES chunks (id) ON DELETE CASCADE,
-            model TEXT NOT NULL, vec BLOB NOT NULL
-        );
-        """,
-    ),
-    # English clitics split again (text.index_text): the FTS5 rows are written
-    # anew from the chunks by ``_retokenize`` (no SQL can call index_text).
-    ("0004_retokenize_clitics", "DELETE FROM chunks_fts"),
-)
-# Migrations after which every chunk's FTS5 row is written again from Python.
-_RETOKENIZE = frozenset({"0004_retokenize_clitics"})
+# Entries of the change log kept; a reader further behind loads everything again.
+KEEP_CHANGES = 50_000
+_PART = 500  # ids per ``IN (...)``
+_Key = TypeVar("_Key", int, str)
 
 
-@dataclass(frozen=True, slots=True)
-class FileState:
-    """What a file was when it was indexed."""
-
-    size: int
-    mtime_ns: int
-    sha256: str
+class Stale(Conflict):
+    """An append was decided on what another process has changed since: decide again."""
 
 
-class Index:
+@dataclass(slots=True)
+class _Followed:
+    """What taking in other processes' changes touched (``everything``: all loaded again)."""
+
+    ids: set[int] = field(default_factory=set)
+    paths: set[str] = field(default_factory=set)
+    everything: bool = False
+
+    def touches(self, path: str) -> bool:
+        return self.everything or path in self.paths
+
+
+class Index(Mirror):
     """One workspace's index file and its RAM mirror."""
 
     def __init__(self, path: Path) -> None:
+        super().__init__()
         self.path = path
         self.lock = threading.RLock()
-        self.chunks: dict[int, Chunk] = {}
-        self.files: dict[str, FileState] = {}
-        self.vectors: dict[int, bytes] = {}  # chunk id -> float32 bytes
-        # Every change to ``vectors`` since open, in order: (+1 added | -1 removed
-        # | 0 all cleared, chunk id). Readers keep their place in it (``Vectors``).
-        self.vector_log: list[tuple[int, int]] = []
-        # Every change to ``chunks`` since open, in order, the same way (``Lexical``).
-        self.chunk_log: list[tuple[int, int]] = []
-        self.unembedded: set[int] = set()  # chunk ids without a vector
-        # What search has read from a chunk's text once (answer types, as bits);
-        # dropped with the chunk.
-        self.marks: dict[int, int] = {}
-        self.vector_model: str | None = None
-        self._by_path: dict[str, dict[int, None]] = {}  # path -> its chunk ids (a set)
-        self._by_ref: dict[tuple[str, str], set[int]] = {}  # (path, ref) -> chunk ids
-        # path -> its chunk ids in line order, and each one's place there (a cache)
-        self._order: dict[str, tuple[list[int], dict[int, int]]] = {}
         self.rebuilt = False  # the file was missing, unreadable or from a newer schema
+        self._seen = 0  # seq of the last change of the file the mirror holds
+        self._depth = 0  # transactions open (nested ones join the outer one)
+        self._pruned = 0  # seq when this process last pruned the change log
+        self._stale = False  # the mirror may differ from the file: load it again
+        self._broken = False  # the connection failed to open again: retry
+        self._file_id: tuple[int, int] | None = None  # (device, inode) opened
         self._db = self._connect()
 
     # -- opening -------------------------------------------------------------------
 
     def _connect(self) -> sqlite3.Connection:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        """Open the file (created if missing) and load the mirror; a damaged file
+        or a newer schema's is replaced by an empty one."""
+        with storage_errors("create the index folder"):
+            self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            db = self._open_and_migrate()
-        except (sqlite3.DatabaseError, _NewerSchema):
-            self.path.unlink(missing_ok=True)
-            for suffix in ("-wal", "-shm"):
-                Path(f"{self.path}{suffix}").unlink(missing_ok=True)
-            self.rebuilt = True
-            db = self._open_and_migrate()
-        self._load(db)
-        return db
+            return self._open()
+        except NewerSchema:
+            pass
+        except sqlite3.Error as exc:
+            error = mapped(exc, self.path, "open the search index")
+            if not isinstance(error, IndexCorrupt):
+                raise error from exc
+        self._discard()
+        self.rebuilt = True
+        try:
+            return self._open()
+        except NewerSchema as exc:  # a newer memstrata made it again meanwhile
+            raise IndexCorrupt(f"the search index {self.path}: {exc}") from exc
+        except sqlite3.Error as exc:
+            raise mapped(exc, self.path, "create the search index") from exc
 
-    def _open_and_migrate(self) -> sqlite3.Connection:
+    def _open(self) -> sqlite3.Connection:
         fresh = not self.path.exists()
-        db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        db = sqlite3.connect(
+            self.path, timeout=BUSY_SECONDS, isolation_level=None, check_same_thread=False
+        )
         try:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
             db.execute("PRAGMA foreign_keys=ON")
-            db.execute(
-                "CREATE TABLE IF NOT EXISTS migrations "
-                "(name TEXT PRIMARY KEY, applied_at TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP)"
-            )
-            done = [row[0] for row in db.execute("SELECT name FROM migrations ORDER BY name")]
-            names = [name for name, _ in MIGRATIONS]
-            if done != names[: len(done)]:
-                raise _NewerSchema(f"index migrations {done} are not a prefix of {names}")
-            for name, sql in MIGRATIONS[len(done) :]:
-                db.execute("BEGIN")
-                for statement in sql.split(";"):
-                    if statement.strip():
-                        db.execute(statement)
-                if name in _RETOKENIZE:
-                    _retokenize(db)
-                db.execute("INSERT INTO migrations (name) VALUES (?)", (name,))
-                db.execute("COMMIT")
+            migrate(db)
+            with storage_errors("read the search index"):
+                info = self.path.stat()
+            self._file_id = (info.st_dev, info.st_ino)
+            self._clear_mirror()
+            db.execute("BEGIN")  # one snapshot: the mirror and the log's place agree
+            self._load(db)
+            db.execute("COMMIT")
         except BaseException:
             db.close()
             raise
         self.rebuilt = self.rebuilt or fresh
+        self._stale = self._broken = False
         return db
 
+    def _discard(self) -> None:
+        with storage_errors("remove the damaged search index"):
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+
+    def _same_file(self) -> bool:
+        """Whether the path still names the file this connection has open."""
+        try:
+            info = self.path.stat()
+        except OSError:
+            return False
+        return (info.st_dev, info.st_ino) == self._file_id
+
+    def _reopen(self, *, discard: bool) -> None:
+        """Open the file again (``discard``: replace it by an empty one first,
+        unless another process already did)."""
+        self._broken = True
+        with contextlib.suppress(sqlite3.Error):
+            self._db.close()
+        if discard and self._same_file():
+            self._discard()
+            self.rebuilt = True
+        self._db = self._connect()
+
     def _load(self, db: sqlite3.Connection) -> None:
-        for row in db.execute(
-            "SELECT id, path, layer, line_start, line_end, text, title, session, created_at, "
-            "source, ref, live FROM chunks"
-        ):
-            self._mapped(row[0], _chunk(row))
+        self._seen = last_change(db)
+        for row in db.execute(f"SELECT {CHUNK_COLUMNS} FROM chunks"):  # noqa: S608
+            self._mapped(row[0], row_chunk(row))
         for path, size, mtime_ns, sha in db.execute(
             "SELECT path, size, mtime_ns, sha256 FROM files"
         ):
@@ -169,8 +171,169 @@ class Index:
         self.unembedded = set(self.chunks) - set(self.vectors)
 
     def close(self) -> None:
-        with self.lock:
+        with self.lock, contextlib.suppress(sqlite3.Error):
             self._db.close()
+
+    # -- transactions --------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Hold the file's write lock with the mirror up to date: the writes made
+        inside (``replace``, ``set_vectors``, ...) commit together or not at all,
+        and no other process writes in between."""
+        with self._transaction("write the search index"):
+            yield
+
+    def refresh(self) -> None:
+        """Take in what other processes changed in the file since this one looked."""
+        with self._transaction("read the search index", write=False):
+            pass
+
+    @contextlib.contextmanager
+    def _transaction(self, doing: str, *, write: bool = True) -> Iterator[_Followed]:
+        """One transaction (see the module invariants); a nested one joins the
+        outer one. Yields what following other processes touched."""
+        with self.lock:
+            if self._depth:
+                yield _Followed()
+                return
+            with self._errors(doing):
+                self._check_file()
+                db = self._db
+                if db.in_transaction:  # a rollback was interrupted: finish it
+                    db.execute("ROLLBACK")
+                    self._stale = True
+                db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+                self._depth = 1
+                self._touched, self._touched_paths, self._cleared = set(), set(), False
+                try:
+                    followed = self._follow()
+                    # what others committed stands: a rollback undoes only what follows
+                    self._touched, self._touched_paths, self._cleared = set(), set(), False
+                    yield followed
+                    seen = last_change(db)
+                    if write and seen - self._pruned >= KEEP_CHANGES // 50:
+                        db.execute("DELETE FROM changes WHERE seq <= ?", (seen - KEEP_CHANGES,))
+                        self._pruned = seen
+                    db.execute("COMMIT")
+                    self._seen = seen
+                except BaseException:
+                    self._abort()
+                    raise
+                finally:
+                    self._depth = 0
+
+    @contextlib.contextmanager
+    def _errors(self, doing: str) -> Iterator[None]:
+        """Map SQLite's errors (``sqlerrors``); a damaged file is replaced by an
+        empty one before ``IndexCorrupt`` is raised."""
+        try:
+            yield
+        except sqlite3.Error as exc:
+            error = mapped(exc, self.path, doing)
+            if isinstance(error, IndexCorrupt):
+                self._reopen(discard=True)
+            raise error from exc
+
+    def _check_file(self) -> None:
+        """Open the file again if it was deleted or replaced under the connection
+        (another process rebuilt it), or if opening it again failed last time."""
+        if self._broken or not self._same_file():
+            self._reopen(discard=False)
+
+    def _abort(self) -> None:
+        """Roll back, then read back from the file what the mirror changed in the
+        transaction. Never raises: when it cannot finish, the mirror is marked
+        stale and loaded again before its next use."""
+        self._stale = True
+        touched, paths, cleared = self._touched, self._touched_paths, self._cleared
+        db = self._db
+        try:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            db.execute("BEGIN")
+            if cleared:
+                self._reload()
+            else:
+                self._resync(touched, paths)
+            db.execute("COMMIT")
+        except sqlite3.Error:
+            with contextlib.suppress(sqlite3.Error):
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+            return
+        self._stale = False
+
+    def _follow(self) -> _Followed:
+        """Take in the changes other processes committed since ``_seen`` (inside a
+        transaction); all of the file when the log no longer reaches back there."""
+        db = self._db
+        top = last_change(db)
+        if not self._stale and top == self._seen:
+            return _Followed()
+        first = db.execute("SELECT min(seq) FROM changes").fetchone()[0]
+        if self._stale or first is None or first > self._seen + 1:
+            self._reload()
+            return _Followed(everything=True)
+        followed = _Followed()
+        for chunk_id, path in db.execute(
+            "SELECT chunk_id, path FROM changes WHERE seq > ?", (self._seen,)
+        ):
+            if chunk_id is not None:
+                followed.ids.add(chunk_id)
+            if path is not None:
+                followed.paths.add(path)
+        followed.paths |= self._resync(followed.ids, followed.paths)
+        self._seen = top
+        return followed
+
+    def _reload(self) -> None:
+        self._clear_mirror()
+        self._load(self._db)
+        self._stale = False
+
+    def _resync(self, ids: set[int], paths: set[str]) -> set[str]:
+        """Make the mirror hold what the file holds for these chunk ids and file
+        paths; returns the paths of the chunks that changed."""
+        db = self._db
+        found: dict[int, Chunk] = {}
+        vectors: dict[int, tuple[str, bytes]] = {}
+        for part in _parts(sorted(ids)):
+            marks = ",".join("?" * len(part))
+            for row in db.execute(
+                f"SELECT {CHUNK_COLUMNS} FROM chunks WHERE id IN ({marks})",  # noqa: S608
+                part,
+            ):
+                found[row[0]] = row_chunk(row)
+            for cid, model, vec in db.execute(
+                f"SELECT chunk_id, model, vec FROM vectors WHERE chunk_id IN ({marks})",  # noqa: S608
+                part,
+            ):
+                vectors[cid] = (model, vec)
+        moved: set[str] = set()
+        for cid in ids:
+            chunk, old = found.get(cid), self.chunks.get(cid)
+            if chunk != old:  # added, removed, or its id used again
+                moved.update(c.path for c in (chunk, old) if c is not None)
+                self._unmapped(cid)
+                if chunk is not None:
+                    self._mapped(cid, chunk)
+                    self.unembedded.add(cid)
+            if cid in vectors:
+                self.vector_model, vec = vectors[cid]
+                self._vector_set(cid, vec)
+            else:
+                self._vector_dropped(cid)
+        for names in _parts(sorted(paths)):
+            marks = ",".join("?" * len(names))
+            rows = db.execute(
+                f"SELECT path, size, mtime_ns, sha256 FROM files WHERE path IN ({marks})",  # noqa: S608
+                names,
+            ).fetchall()
+            states = {row[0]: FileState(*row[1:]) for row in rows}
+            for path in names:
+                self._file_state(path, states.get(path))
+        return moved
 
     # -- writes --------------------------------------------------------------------
 
@@ -178,99 +341,76 @@ class Index:
         self, path: str, chunks: Sequence[Chunk], state: FileState | None, *, append: bool = False
     ) -> list[int]:
         """Make ``path``'s chunks ``chunks`` (``append``: add them to those it has)
-        and record ``state`` (None: forget the file); returns the new chunk ids."""
-        with self.lock:
-            db = self._db
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                if not append:
-                    self._delete(list(self._by_path.get(path, ())))
-                ids = self._insert(chunks)
-                if state is None:
-                    db.execute("DELETE FROM files WHERE path = ?", (path,))
-                else:
-                    db.execute(
-                        "INSERT OR REPLACE INTO files (path, size, mtime_ns, sha256) "
-                        "VALUES (?, ?, ?, ?)",
-                        (path, state.size, state.mtime_ns, state.sha256),
-                    )
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                self._reload()
-                raise
+        and record ``state`` (None: forget the file); returns the new chunk ids.
+        An append raises ``Stale`` when another process indexed ``path`` since
+        the caller read ``files`` (it was decided on what is no longer there)."""
+        with self._transaction(f"index {path}") as followed:
+            if append and followed.touches(path):
+                raise Stale(f"{path} was indexed by another process meanwhile")
+            if not append:
+                self._delete(list(self._by_path.get(path, ())))
+            ids = self._insert(chunks)
             if state is None:
-                self.files.pop(path, None)
+                self._db.execute("DELETE FROM files WHERE path = ?", (path,))
             else:
-                self.files[path] = state
-            return ids
+                self._db.execute(
+                    "INSERT OR REPLACE INTO files (path, size, mtime_ns, sha256) "
+                    "VALUES (?, ?, ?, ?)",
+                    (path, state.size, state.mtime_ns, state.sha256),
+                )
+            self._file_state(path, state)
+        return ids
 
     def replace_refs(self, path: str, refs: Iterable[str], chunks: Sequence[Chunk]) -> list[int]:
         """Replace the chunks of ``path`` whose ref is in ``refs`` by ``chunks``."""
         wanted = set(refs)
-        with self.lock:
-            db = self._db
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                old = [cid for ref in wanted for cid in self._by_ref.get((path, ref), ())]
-                self._delete(old)
-                ids = self._insert(chunks)
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                self._reload()
-                raise
-            return ids
+        with self._transaction(f"index {path}"):
+            old = [cid for ref in wanted for cid in self._by_ref.get((path, ref), ())]
+            self._delete(old)
+            ids = self._insert(chunks)
+        return ids
 
     def set_vectors(self, model: str, vectors: dict[int, bytes]) -> None:
-        """Store vectors of ``model`` for chunks (ids that are gone are skipped)."""
-        with self.lock:
-            rows = [(cid, model, vec) for cid, vec in vectors.items() if cid in self.chunks]
+        """Store vectors of ``model`` for chunks; ids that are gone, or that another
+        process used again since the caller read them, are skipped (they are
+        embedded again later: they stay in ``unembedded``)."""
+        with self._transaction("store vectors in the search index") as followed:
             if self.vector_model not in (None, model):
                 self._db.execute("DELETE FROM vectors")
                 self.vectors.clear()
                 self.vector_log.append((0, 0))
                 self.unembedded = set(self.chunks)
-            self._db.execute("BEGIN IMMEDIATE")
+                self._cleared = True
+            rows = [
+                (cid, model, vec)
+                for cid, vec in vectors.items()
+                if cid in self.chunks and cid not in followed.ids and not followed.everything
+            ]
             self._db.executemany(
                 "INSERT OR REPLACE INTO vectors (chunk_id, model, vec) VALUES (?, ?, ?)", rows
             )
-            self._db.execute("COMMIT")
             for cid, _, vec in rows:
-                self.vectors[cid] = vec
-                self.vector_log.append((1, cid))
-                self.unembedded.discard(cid)
+                self._vector_set(cid, vec)
             self.vector_model = model
 
     def drop(self) -> None:
         """Empty the index (files, chunks, vectors): the next sync rebuilds it."""
-        with self.lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            for table in ("vectors", "chunks_fts", "chunks", "files"):
+        with self._transaction("empty the search index"):
+            for table in ("vectors", "chunks_fts", "chunks", "files", "changes"):
                 self._db.execute(f"DELETE FROM {table}")  # noqa: S608 - fixed names
-            self._db.execute("COMMIT")
+            # the log starts after a gap: every other process loads everything again
+            self._db.execute("INSERT INTO changes (chunk_id, path) VALUES (NULL, NULL)")
             self._clear_mirror()
 
     def _delete(self, ids: list[int]) -> None:
         db = self._db
-        for start in range(0, len(ids), 500):
-            part = ids[start : start + 500]
+        for part in _parts(ids):
             marks = ",".join("?" * len(part))
             db.execute(f"DELETE FROM chunks_fts WHERE rowid IN ({marks})", part)  # noqa: S608
             db.execute(f"DELETE FROM vectors WHERE chunk_id IN ({marks})", part)  # noqa: S608
             db.execute(f"DELETE FROM chunks WHERE id IN ({marks})", part)  # noqa: S608
         for cid in ids:
-            chunk = self.chunks.pop(cid, None)
-            self.chunk_log.append((-1, cid))
-            self.marks.pop(cid, None)
-            self.unembedded.discard(cid)
-            if self.vectors.pop(cid, None) is not None:
-                self.vector_log.append((-1, cid))
-            if chunk is not None:
-                self._by_path.get(chunk.path, {}).pop(cid, None)
-                if chunk.ref is not None:
-                    self._by_ref.get((chunk.path, chunk.ref), set()).discard(cid)
-                self._order.pop(chunk.path, None)
+            self._unmapped(cid)
 
     def _insert(self, chunks: Sequence[Chunk]) -> list[int]:
         from .text import index_text
@@ -297,41 +437,16 @@ class Index:
             )
             cid = cursor.lastrowid
             assert cid is not None
-            db.execute(
-                "INSERT INTO chunks_fts (rowid, body) VALUES (?, ?)", (cid, index_text(chunk.body))
-            )
             self._mapped(cid, chunk)
             self.unembedded.add(cid)
             ids.append(cid)
+        # after the chunks: a statement that fires a trigger (the change log) opens
+        # a savepoint, at which FTS5 writes out what it holds (one segment per row)
+        db.executemany(
+            "INSERT INTO chunks_fts (rowid, body) VALUES (?, ?)",
+            ((cid, index_text(chunk.body)) for cid, chunk in zip(ids, chunks, strict=True)),
+        )
         return ids
-
-    def _mapped(self, cid: int, chunk: Chunk) -> None:
-        """Put a chunk in the RAM mirror and its path and ref maps."""
-        self.chunks[cid] = chunk
-        self.chunk_log.append((1, cid))
-        self.marks.pop(cid, None)
-        self._by_path.setdefault(chunk.path, {})[cid] = None
-        if chunk.ref is not None:
-            self._by_ref.setdefault((chunk.path, chunk.ref), set()).add(cid)
-        self._order.pop(chunk.path, None)
-
-    def _reload(self) -> None:
-        self._clear_mirror()
-        self._load(self._db)
-
-    def _clear_mirror(self) -> None:
-        """Empty the RAM mirror; its followers (``Lexical``, ``Vectors``) start over."""
-        self.chunks.clear()
-        self.files.clear()
-        self.vectors.clear()
-        self.vector_log.append((0, 0))
-        self.chunk_log.append((0, 0))
-        self.marks.clear()
-        self.unembedded.clear()
-        self._by_path.clear()
-        self._by_ref.clear()
-        self._order.clear()
-        self.vector_model = None
 
     # -- reads ---------------------------------------------------------------------
 
@@ -340,37 +455,19 @@ class Index:
         score (FTS5's bm25 is negative: lower is better)."""
         if not match:
             return []
-        with self.lock:
-            rows = self._db.execute(
-                "SELECT rowid, bm25(chunks_fts) FROM chunks_fts WHERE chunks_fts MATCH ? "
-                "ORDER BY bm25(chunks_fts) LIMIT ?",
-                (match, limit),
-            ).fetchall()
+        with self.lock, self._errors("search the index"):
+            self._check_file()
+            try:
+                rows = self._db.execute(
+                    "SELECT rowid, bm25(chunks_fts) FROM chunks_fts WHERE chunks_fts MATCH ? "
+                    "ORDER BY bm25(chunks_fts) LIMIT ?",
+                    (match, limit),
+                ).fetchall()
+            except sqlite3.OperationalError as exc:
+                if not str(exc).startswith("fts5:"):
+                    raise
+                raise InvalidInput(f"not an FTS5 expression: {match!r} ({exc})") from exc
         return [(rowid, -score) for rowid, score in rows]
-
-    def path_chunks(self, path: str) -> list[Chunk]:
-        """The chunks of ``path``, in the order they were indexed."""
-        return [self.chunks[cid] for cid in self._by_path.get(path, ())]
-
-    def neighbours(self, cid: int, reach: int = 1) -> list[int]:
-        """The chunks of the same file within ``reach`` places of ``cid`` in line
-        order (the turns around a turn), without ``cid`` itself."""
-        chunk = self.chunks.get(cid)
-        if chunk is None:
-            return []
-        order = self._order.get(chunk.path)
-        if order is None:
-            ids = sorted(
-                self._by_path[chunk.path], key=lambda key: (self.chunks[key].line_start, key)
-            )
-            order = self._order[chunk.path] = (ids, {key: n for n, key in enumerate(ids)})
-        ids, places = order
-        here = places[cid]
-        return [
-            ids[n]
-            for n in range(max(here - reach, 0), min(here + reach + 1, len(ids)))
-            if n != here
-        ]
 
     def size_bytes(self) -> int:
         total = 0
@@ -380,36 +477,7 @@ class Index:
         return total
 
 
-def _retokenize(db: sqlite3.Connection) -> None:
-    """Write every chunk's FTS5 row again with today's ``index_text``."""
-    from .text import index_text
-
-    rows = db.execute(
-        "SELECT id, path, layer, line_start, line_end, text, title, session, created_at, "
-        "source, ref, live FROM chunks"
-    ).fetchall()
-    db.executemany(
-        "INSERT INTO chunks_fts (rowid, body) VALUES (?, ?)",
-        ((row[0], index_text(_chunk(row).body)) for row in rows),
-    )
-
-
-class _NewerSchema(Exception):
-    pass
-
-
-def _chunk(row: Sequence[Any]) -> Chunk:
-    created = row[8]
-    return Chunk(
-        path=row[1],
-        layer=row[2],
-        line_start=row[3],
-        line_end=row[4],
-        text=row[5],
-        title=row[6],
-        session=row[7],
-        created_at=parse_time(created) if created else None,
-        source=row[9],
-        ref=row[10],
-        live=bool(row[11]),
-    )
+def _parts(keys: Sequence[_Key]) -> Iterator[list[_Key]]:
+    """``keys`` in lists short enough for one ``IN (...)``."""
+    for start in range(0, len(keys), _PART):
+        yield list(keys[start : start + _PART])
