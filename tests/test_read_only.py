@@ -61,6 +61,9 @@ def test_reads_work_on_a_read_only_mount(ro_workspace: Path) -> None:
         assert "written after the index was built" in texts
         assert memory.get(memory.list()[0].id)
         assert memory.status().items == 3
+        hits = memory.search("tea")
+        assert hits and "tea" in hits[0].text
+        assert any("after the index" in hit.text for hit in memory.search("written after"))
         assert "Dilnoza" in memory.build_context("who am I?", budget_tokens=500).text
     after = {p: p.stat().st_mtime_ns for p in ro_workspace.rglob("*") if p.is_file()}
     assert before == after
@@ -88,6 +91,26 @@ def test_the_cli_reads_a_read_only_mount_and_refuses_writes(ro_workspace: Path) 
     listed = run("list", "--json")
     assert listed.returncode == 0, listed.stderr
     assert len(json.loads(listed.stdout)) == 3
+    found = run("search", "tea", "--json")
+    assert found.returncode == 0, found.stderr
     refused = run("remember", "a new fact")
     assert refused.returncode == 1
     assert "read-only" in refused.stderr and "Traceback" not in refused.stderr
+
+
+def test_read_only_by_request_changes_no_file(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    with Memory.open(ws, embedder="none") as memory:
+        memory.remember("I prefer tea over coffee")
+        memory.search("tea")
+        memory.remember("a fact the index has not seen")
+    (ws / "MEMORY.md").write_text((ws / "MEMORY.md").read_text() + "- a hand edit\n")
+    before = {p: p.read_bytes() for p in ws.rglob("*") if p.is_file()}
+    with Memory.open(ws, embedder="none", read_only=True) as memory:
+        assert [hit.text for hit in memory.search("index has not seen")][:1] == [
+            "a fact the index has not seen"
+        ]
+        assert any("not taken in" in notice for notice in memory.notices)
+        with pytest.raises(StorageError, match="read-only"):
+            memory.remember("refused")
+    assert {p: p.read_bytes() for p in ws.rglob("*") if p.is_file()} == before

@@ -228,7 +228,7 @@ class Searching(Engine):
 
     def _searcher(self) -> _SearchState:
         if self._search_state is None:
-            index = Index(self.workspace.system / "index.sqlite")
+            index = Index(self.workspace.system / "index.sqlite", read_only=self.read_only)
             self._search_state = _SearchState(index)
             if index.rebuilt:
                 log.info("memstrata: building the search index of %s", self.workspace.path)

@@ -71,9 +71,12 @@ class _Followed:
 class Index(Mirror):
     """One workspace's index file and its RAM mirror."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, read_only: bool = False) -> None:
         super().__init__()
         self.path = path
+        # A workspace that cannot be written: the index is a copy in RAM of the
+        # file (when there is one), brought up to date there and never saved.
+        self.read_only = read_only
         self.lock = threading.RLock()
         self.rebuilt = False  # the file was missing, unreadable or from a newer schema
         self._seen = 0  # seq of the last change of the file the mirror holds
@@ -89,6 +92,8 @@ class Index(Mirror):
     def _connect(self) -> sqlite3.Connection:
         """Open the file (created if missing) and load the mirror; a damaged file
         or a newer schema's is replaced by an empty one."""
+        if self.read_only:
+            return self._open_copy()
         with storage_errors("create the index folder"):
             self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -132,6 +137,26 @@ class Index(Mirror):
         self._stale = self._broken = False
         return db
 
+    def _open_copy(self) -> sqlite3.Connection:
+        """A RAM copy of the file (empty when it is missing or unreadable)."""
+        db = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        if self.path.exists():
+            uri = f"{self.path.resolve().as_uri()}?mode=ro&immutable=1"
+            try:
+                with contextlib.closing(sqlite3.connect(uri, uri=True)) as source:
+                    source.backup(db)
+                migrate(db)
+            except sqlite3.Error:  # damaged: start empty, as a writable index would
+                db.close()
+                db = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        self.rebuilt = True
+        db.execute("PRAGMA foreign_keys=ON")
+        migrate(db)
+        self._clear_mirror()
+        self._load(db)
+        self._stale = self._broken = False
+        return db
+
     def _discard(self) -> None:
         with storage_errors("remove the damaged search index"):
             for suffix in ("", "-wal", "-shm"):
@@ -139,6 +164,8 @@ class Index(Mirror):
 
     def _same_file(self) -> bool:
         """Whether the path still names the file this connection has open."""
+        if self.read_only:
+            return True  # the copy in RAM is this process's own
         try:
             info = self.path.stat()
         except OSError:
