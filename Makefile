@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: check lint types test fmt bench crash-campaign
+.PHONY: check lint types test test-fast fmt bench crash-campaign reliability
 
 check: $(VENV)/.installed lint types test
 
@@ -24,12 +24,20 @@ types: $(VENV)/.installed
 test: $(VENV)/.installed
 	$(PY) -m pytest -q
 
+# The everyday run: everything but the tests marked slow (crash campaigns,
+# several processes, servers in subprocesses). `make check` runs them all.
+test-fast: $(VENV)/.installed
+	$(PY) -m pytest -q -m "not slow"
+
 fmt: $(VENV)/.installed
 	$(PY) -m ruff format src tests bench examples
 	$(PY) -m ruff check --fix src tests bench examples
 
 bench: $(VENV)/.installed
 	$(PY) bench/bench_foundation.py --json bench/results/foundation.json
+
+reliability: $(VENV)/.installed
+	$(PY) bench/reliability.py --json bench/results/reliability.json
 
 crash-campaign: $(VENV)/.installed
 	$(PY) bench/crash_campaign.py --rounds 1000 --json bench/results/crash_campaign.json

@@ -6,10 +6,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from memstrata import Memory
 from memstrata.workspace import Workspace
 from workspaces import fresh
+
+# No test may depend on the machine's speed: a loaded CI machine must not turn
+# main red through hypothesis' deadline or its "input generation is slow" check.
+settings.register_profile("memstrata", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("memstrata")
 
 
 @pytest.fixture(autouse=True)

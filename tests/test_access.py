@@ -326,7 +326,10 @@ PIECES = st.sampled_from(
 HOSTILE = st.lists(st.one_of(PIECES, st.text(max_size=4)), max_size=8).map("".join)
 
 
-@settings(max_examples=400, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=400,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(requested=HOSTILE, write=st.booleans())
 def test_resolve_never_gives_anything_but_an_allowed_file_inside(
     root: Path, requested: str, write: bool

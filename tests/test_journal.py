@@ -30,7 +30,10 @@ payloads = st.dictionaries(
 )
 
 
-@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=60,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(st.lists(payloads, max_size=15))
 def test_replay_returns_every_record_in_order(tmp_path: Path, batch: list[dict[str, Any]]) -> None:
     path = tmp_path / f"j{time.perf_counter_ns()}.wal"

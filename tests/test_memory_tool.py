@@ -418,7 +418,10 @@ SEGMENTS = st.sampled_from(
 )
 
 
-@settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=150,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(
     parts=st.lists(st.one_of(SEGMENTS, st.text(max_size=3)), min_size=1, max_size=6),
     command=st.sampled_from(["create", "str_replace", "insert", "delete", "rename"]),
