@@ -55,6 +55,7 @@ from .model import (
     normalize_category,
     now,
     parse_source,
+    valid_text,
 )
 from .prompting import Prompting
 from .store.lessons import (
@@ -236,7 +237,7 @@ class Memory(Transcripts, Layers, Documents, Prompting):
         session, user = clean_session(session), _clean_user(user)
         self._check_open()
         at = now()
-        entries = scan(redact(text).text, rules=self._rules)
+        entries = scan(redact(valid_text(text)).text, rules=self._rules)
         if origin is not Source.USER or not entries:
             return [Capture(entry.category, _one_line(entry.text), at) for entry in entries]
         events: builtins.list[WriteEvent] = []
@@ -310,7 +311,9 @@ class Memory(Transcripts, Layers, Documents, Prompting):
         when = now() if at is None else aware(at)
         self._check_open()
         with storage_errors("write the daily note"), self._lock:
-            event = self._note(redact(user).text, redact(agent).text, session, when)
+            event = self._note(
+                redact(valid_text(user)).text, redact(valid_text(agent)).text, session, when
+            )
         self._notify(event)
         return self.workspace.path / event.path
 
@@ -365,8 +368,8 @@ class Memory(Transcripts, Layers, Documents, Prompting):
             raise InvalidInput(f"error must be a string or an exception, not {message!r}")
         lesson = tool_failure_lesson(
             redact(name).text,
-            redact(describe_args(args)).text,
-            redact(message).text,
+            redact(valid_text(describe_args(args))).text,
+            redact(valid_text(message)).text,
             at=now(),
             session=clean_session(session),
         )

@@ -37,7 +37,7 @@ from .errors import BackendUnavailable, InvalidInput, NotFound
 from .files import append_durable, storage_errors
 from .layers import core as core_layer
 from .layers import working as working_layer
-from .model import Item, Source, WriteEvent, category_title, clean_session, now
+from .model import Item, Source, WriteEvent, category_title, clean_session, now, valid_text
 from .searching import Searching
 from .store.longterm import OP_PUT
 from .workspace import session_stem
@@ -251,7 +251,7 @@ class Prompting(Searching):
         if not turns:
             raise InvalidInput(f"session {name!r} has no turn since its last summary")
         chosen = summarizer or summarizer_from_env()
-        summary = chosen.summarize(turns)  # a model may take seconds: not under the lock
+        summary = valid_text(chosen.summarize(turns))  # a model may take seconds: no lock
         at = now()
         stamp = at.strftime("%Y-%m-%d %H:%M")
         first, last = turns[0].seq, turns[-1].seq

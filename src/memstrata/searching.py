@@ -42,7 +42,7 @@ from .index.chunks import searchable_files as list_searchable
 from .index.lexical import Lexical
 from .index.search import Filters, Hit, Vectors, Weights, hybrid
 from .index.sqlite import FileState, Index
-from .model import WriteEvent, now
+from .model import WriteEvent, now, valid_text
 
 if TYPE_CHECKING:
     import numpy as np
@@ -120,6 +120,7 @@ class Searching(Engine):
         session_state)."""
         if not isinstance(query, str) or not query.strip():
             raise InvalidInput("the query must be a non-empty string")
+        query = valid_text(query)
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise InvalidInput(f"k must be a whole number >= 1, not {k!r}")
         wanted = DEFAULT_LAYERS if layers is None else frozenset(layers)

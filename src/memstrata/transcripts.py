@@ -8,6 +8,8 @@ hooks, quarantine).
   before return), appends the exchange to today's daily note through the
   same code path as ``record_exchange``, and compacts the transcript when it
   passed ``session_max_turns`` or ``session_max_bytes``.
+* Lone surrogates in any text, tool argument or result become U+FFFD
+  (``model.valid_text``) before redaction.
 * A session's last seq is kept in RAM with the size and mtime of its file; a
   file another process (or a person) changed is read again.
 """
@@ -29,7 +31,7 @@ from .engine import Engine
 from .errors import InvalidInput, NotFound
 from .files import atomic_write, storage_errors
 from .history import Compaction, SessionInfo, Turn
-from .model import Source, WriteEvent, aware, clean_session, now
+from .model import Source, WriteEvent, aware, clean_session, now, valid_text
 
 __all__ = ["Transcripts"]
 
@@ -74,9 +76,9 @@ class Transcripts(Engine):
                 name,
                 seq,
                 when,
-                user=redact(user).text,
-                assistant=redact(assistant).text,
-                reasoning=redact(reasoning).text if isinstance(reasoning, str) else reasoning,
+                user=_safe(user),
+                assistant=_safe(assistant),
+                reasoning=_safe(reasoning) if isinstance(reasoning, str) else reasoning,
                 tool_calls=safe_calls,
                 tool_results=safe_results,
                 meta=_redacted(meta) if meta is not None else None,
@@ -234,13 +236,19 @@ def _sequence(value: Any, name: str) -> Sequence[Mapping[str, Any]]:
     return value
 
 
+def _safe(text: str) -> str:
+    """``text`` as it may be stored: valid Unicode, secrets redacted."""
+    return redact(valid_text(text)).text
+
+
 def _redacted(value: Any) -> Any:
-    """``value`` with secrets redacted in every string, keys and values alike."""
+    """``value`` with secrets redacted in every string, keys and values alike
+    (and lone surrogates replaced: ``json.dumps`` keeps them as they are)."""
     try:
         text = json.dumps(value, ensure_ascii=False, default=str)
     except (TypeError, ValueError) as exc:
         raise InvalidInput(f"cannot be stored as JSON: {exc}") from exc
-    safe = redact(text).text
+    safe = _safe(text)
     try:
         return json.loads(safe)
     except ValueError:
