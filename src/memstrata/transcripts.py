@@ -8,6 +8,10 @@ hooks, quarantine).
   before return), appends the exchange to today's daily note through the
   same code path as ``record_exchange``, and compacts the transcript when it
   passed ``session_max_turns`` or ``session_max_bytes``.
+* The transcript line is the durable point: once it is written, nothing
+  ``record_turn`` does after it (the daily note, the compaction, the
+  automatic summary) raises. A failure there is a notice (``status().notices``
+  and a log warning), so a caller never records the same turn twice.
 * Lone surrogates in any text, tool argument or result become U+FFFD
   (``model.valid_text``) before redaction.
 * A session's last seq is kept in RAM with the size and mtime of its file; a
@@ -28,7 +32,7 @@ from . import history
 from .capture import notes
 from .capture.secrets import redact
 from .engine import Engine
-from .errors import InvalidInput, NotFound
+from .errors import InvalidInput, MemstrataError, NotFound
 from .files import atomic_write, storage_errors
 from .history import Compaction, SessionInfo, Turn
 from .model import Source, WriteEvent, aware, clean_session, now, valid_text
@@ -93,11 +97,27 @@ class Transcripts(Engine):
                 self._verified_dirty = True
             text = f"{turn.text_of('user')}\n{turn.text_of('assistant')}"
             events.append(WriteEvent("turn", "put", text, Source.USER, where, name, (turn.id,)))
-            events.append(self._note(turn.text_of("user"), turn.text_of("assistant"), name, when))
-            self._maybe_compact(name)
+            events += self._after_append(turn, when)
         self._notify(*events)
         self._after_turn(turn)
         return turn
+
+    def _after_append(self, turn: Turn, when: datetime) -> builtins.list[WriteEvent]:
+        """The daily note and the compaction of a durable turn (lock held): a
+        failure is a notice, never an exception (see the module)."""
+        events = []
+        try:
+            with storage_errors("write the daily note"):
+                user, assistant = turn.text_of("user"), turn.text_of("assistant")
+                events.append(self._note(user, assistant, turn.session, when))
+        except MemstrataError as exc:
+            self._notice(f"session {turn.session}: turn {turn.seq} is not in the daily note: {exc}")
+        try:
+            with storage_errors("compact the transcript"):
+                self._maybe_compact(turn.session)
+        except MemstrataError as exc:
+            self._notice(f"session {turn.session}: the transcript was not compacted: {exc}")
+        return events
 
     def _note(self, user: str, agent: str, session: str | None, when: datetime) -> WriteEvent:
         """Append an exchange (already redacted) to the daily note (lock held)."""
