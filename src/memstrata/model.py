@@ -16,6 +16,10 @@ MEMORY.md) agrees on what one fact is:
 * two facts are duplicates when their ``normalize_text`` forms are equal
   (Unicode NFKC, case-folded, whitespace collapsed, trailing punctuation and
   surrounding quotes dropped);
+* a file a caller gives whole (``Memory.edit_file``, the memory tool's
+  ``create``, a core file, a note) is at most ``MAX_DOCUMENT_BYTES`` of UTF-8
+  (``check_document``): larger is an ``InvalidInput``, before anything is
+  written or journaled;
 * a category is a short one-line label; the known ones have a fixed key and
   a display title, so that MEMORY.md section headings map back to the same
   category (``normalize_category``).
@@ -43,6 +47,7 @@ __all__ = [
     "Source",
     "Status",
     "category_title",
+    "check_document",
     "clean_session",
     "clean_text",
     "dedupe_key",
@@ -57,6 +62,7 @@ __all__ = [
 ]
 
 MAX_TEXT_CHARS = 4000
+MAX_DOCUMENT_BYTES = 1024 * 1024
 MAX_CATEGORY_CHARS = 64
 ID_PATTERN = re.compile(r"m[0-9a-z]{8}")
 _ID_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"  # Crockford base32, lower case
@@ -134,6 +140,20 @@ def clean_text(text: str) -> str:
     if len(line) > MAX_TEXT_CHARS:
         raise InvalidInput(f"text is {len(line)} characters; the limit is {MAX_TEXT_CHARS}")
     return line
+
+
+def check_document(text: str, what: str) -> None:
+    """``InvalidInput`` when ``text`` is more than ``MAX_DOCUMENT_BYTES`` of
+    UTF-8 (a lone surrogate counted as its U+FFFD); ``what`` names the file."""
+    if len(text) > MAX_DOCUMENT_BYTES:  # at least one byte a character: no need to encode
+        size = len(text)
+    else:
+        size = len(text.encode("utf-8", "surrogatepass"))
+    if size > MAX_DOCUMENT_BYTES:
+        raise InvalidInput(
+            f"{what} would be {size} bytes or more; the limit for a memory file written "
+            f"whole is {MAX_DOCUMENT_BYTES} bytes (1 MiB)"
+        )
 
 
 # Bump when normalize_text changes: stored de-duplication keys are then recomputed.

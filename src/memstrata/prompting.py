@@ -219,6 +219,8 @@ class Prompting(Searching):
         """What an agent needs after its window was compacted (Qanot): the end of
         the working buffer, the session state and today's daily note, each
         labelled, within ``chars`` characters in all."""
+        if isinstance(chars, bool) or not isinstance(chars, int) or chars < 1:
+            raise InvalidInput(f"chars must be a whole number >= 1, not {chars!r}")
         name = clean_session(session)
         root = self.workspace.path
         parts = []
@@ -228,7 +230,7 @@ class Prompting(Searching):
             ("Session state", self.workspace.session_state(name)),
             (f"Today's notes (memory/{today}.md)", root / "memory" / f"{today}.md"),
         ]
-        share = chars // len(sources)
+        share = max(chars // len(sources), 1)  # text[-0:] would be all of it
         for title, path in sources:
             text = self._cached_text(path).strip()
             if text:

@@ -18,6 +18,9 @@ on top of ``index`` (the derived index) and ``Engine`` (store and hooks).
   ``status()``, and ``index_status()["embedder"]`` names the reason.
 * Searches of one ``Memory`` are serialised (one index connection); they
   never take the workspace's writer lock.
+* **Bounded work.** ``k`` is a whole number >= 1; above ``MAX_K`` it is
+  clamped to ``MAX_K`` (a search never ranks more than that). A query longer
+  than ``MAX_QUERY_CHARS`` is refused (``InvalidInput``).
 """
 
 from __future__ import annotations
@@ -54,6 +57,8 @@ __all__ = ["IndexReport", "Searching"]
 log = logging.getLogger("memstrata")
 
 RESCAN_SECONDS = 10.0
+MAX_K = 1000
+MAX_QUERY_CHARS = 4000
 EMBED_BATCH = 256
 _APPEND_ONLY = ("transcripts", "daily_notes")
 LAYERS = frozenset(
@@ -117,12 +122,17 @@ class Searching(Engine):
         """The ``k`` best chunks for ``query`` (BM25 and vectors fused), each with
         its path, line range, snippet, score, layer and times. ``layers``
         defaults to every layer but those in every prompt (core, working,
-        session_state)."""
+        session_state). ``k`` above ``MAX_K`` is taken as ``MAX_K``."""
         if not isinstance(query, str) or not query.strip():
             raise InvalidInput("the query must be a non-empty string")
+        if len(query) > MAX_QUERY_CHARS:
+            raise InvalidInput(
+                f"the query is {len(query)} characters; the limit is {MAX_QUERY_CHARS}"
+            )
         query = valid_text(query)
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise InvalidInput(f"k must be a whole number >= 1, not {k!r}")
+        k = min(k, MAX_K)
         wanted = DEFAULT_LAYERS if layers is None else frozenset(layers)
         if wanted is not None and wanted - LAYERS:
             unknown = ", ".join(sorted(wanted - LAYERS))
@@ -188,6 +198,8 @@ class Searching(Engine):
         """Retrieval-gated injection (seed 001): the memory chunks most relevant to
         the tail of ``prompt`` (chat-log noise stripped), best first, within
         ``budget_tokens`` (len/4 per chunk)."""
+        if not isinstance(prompt, str):
+            raise InvalidInput(f"prompt must be a string, not {type(prompt).__name__}")
         if isinstance(budget_tokens, bool) or not isinstance(budget_tokens, int):
             raise InvalidInput("budget_tokens must be a whole number")
         tail = prompt_tail(prompt)
