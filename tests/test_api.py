@@ -13,6 +13,7 @@ PACKAGE = Path(memstrata.__file__).parent
 # DESIGN.md's module map: imports point down only.
 LAYERS = {
     "interfaces": {
+        "__main__",
         "cli",
         "cli_base",
         "cli_layers",

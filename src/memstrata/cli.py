@@ -29,6 +29,7 @@ from .cli_base import (
     open_memory,
     print_json,
     source_option,
+    stdin_lines,
     workspace_options,
 )
 from .cli_layers import core_group, notes_group, semantic_group, session_group, working_group
@@ -325,8 +326,8 @@ def scan(workspace: str | None, group: str | None, text: str | None, as_json: bo
     """
     rules = _rules(workspace, group)
     if text is None:
-        for line in sys.stdin:
-            found = scan_text(redact(line.rstrip("\n")).text, rules=rules)
+        for line in stdin_lines():
+            found = scan_text(redact(line).text, rules=rules)
             click.echo(json.dumps(_entries_json(found), ensure_ascii=False))
         return
     found = scan_text(redact(text).text, rules=rules)

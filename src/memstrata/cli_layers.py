@@ -3,13 +3,18 @@ the layers from the command line (issue 7)."""
 
 from __future__ import annotations
 
-import sys
-
 import click
 from rich.table import Table
 from rich.text import Text
 
-from .cli_base import console, json_option, open_memory, print_json, workspace_options
+from .cli_base import (
+    console,
+    json_option,
+    open_memory,
+    print_json,
+    read_stdin,
+    workspace_options,
+)
 from .layers.working import SECTIONS
 
 __all__ = ["core_group", "notes_group", "semantic_group", "session_group", "working_group"]
@@ -149,7 +154,7 @@ def core_show(workspace: str | None, group: str | None, name: str, as_json: bool
 @click.argument("text", required=False)
 def core_set(workspace: str | None, group: str | None, name: str, text: str | None) -> None:
     """Replace core file NAME with TEXT (or standard input); secrets are redacted."""
-    body = sys.stdin.read() if text is None else text
+    body = read_stdin() if text is None else text
     with open_memory(workspace, group) as memory:
         written = memory.set_core(name, body)
     console.print(f"Wrote core/{name.upper()}.md ({len(written)} characters).", markup=False)

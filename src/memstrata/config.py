@@ -90,6 +90,8 @@ def load_settings(workspace: Path) -> dict[str, Any]:
         return {}
     except tomllib.TOMLDecodeError as exc:
         raise InvalidInput(f"{path}: not valid TOML: {exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(f"{path}: not valid UTF-8 at byte {exc.start}") from None
     except OSError as exc:
         raise InvalidInput(f"{path}: cannot read: {exc.strerror}") from exc
     section = data.get("memory", {})

@@ -14,7 +14,9 @@ Invariants:
 * Read, edit and write happen under the workspace lock, after catching up
   with the journal, so two writers never lose each other's edits.
 * Lines the edit adds or changes are redacted (``capture.secrets``); lines it
-  leaves as they were are kept byte for byte.
+  leaves as they were are kept byte for byte. Lone surrogates in the new
+  text become U+FFFD (``model.valid_text``); a new text over
+  ``model.MAX_DOCUMENT_BYTES`` is refused before anything is journaled.
 * Write hooks hear a ``document`` event per changed path (the search index
   re-reads that file).
 """
@@ -29,7 +31,7 @@ from .capture.secrets import redact
 from .engine import Engine
 from .errors import Conflict, InvalidInput, NotFound
 from .files import staged_write, storage_errors
-from .model import Source, WriteEvent, now, parse_source
+from .model import Source, WriteEvent, check_document, now, parse_source, valid_text
 from .store.docs import (
     OP_DOC_DELETE,
     OP_DOC_PUT,
@@ -85,6 +87,7 @@ class Documents(Engine):
                 remove(target)
                 event = WriteEvent("document", "delete", "", origin, relative)
             else:
+                new = _new_text(new, relative)
                 new = _redact_changed(old or "", new)
                 encoded = new.encode("utf-8")
                 record.update(text=new, after=digest(encoded))
@@ -145,6 +148,15 @@ def _text(data: bytes, relative: str) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         raise NotText(f"{relative} is not UTF-8 text; it cannot be edited") from None
+
+
+def _new_text(new: object, relative: str) -> str:
+    """What an edit returned, as text that can be written (valid Unicode, not too big)."""
+    if not isinstance(new, str):
+        raise InvalidInput(f"an edit must return a string or None, not {type(new).__name__}")
+    text = valid_text(new)
+    check_document(text, relative)
+    return text
 
 
 def _redact_changed(old: str, new: str) -> str:

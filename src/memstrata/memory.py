@@ -17,6 +17,11 @@ Invariants (on top of ``engine``, ``journal`` and the stores):
   other than ``user`` (a tool result, a retrieved document, the agent)
   reports what it found and writes nothing: such text never becomes a
   durable fact or an instruction in the prompt.
+* **Capture takes bounded time.** ``observe`` scans at most ``SCAN_CHARS``
+  characters of a message: a longer one is scanned in its first and last
+  ``SCAN_CHARS // 2`` (cut between words; the middle is not scanned), and a
+  notice says so. Only what the scan finds is written; the message itself is
+  not (``record_turn`` keeps a whole turn).
 * **Write hooks** hear of every write (capture entries, facts, notes,
   lessons, deletions) once it is durable, outside the lock.
 """
@@ -25,6 +30,7 @@ from __future__ import annotations
 
 import builtins
 import os
+import re
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
@@ -55,6 +61,7 @@ from .model import (
     normalize_category,
     now,
     parse_source,
+    valid_text,
 )
 from .prompting import Prompting
 from .store.lessons import (
@@ -73,6 +80,8 @@ __all__ = ["Memory"]
 
 ItemList = builtins.list[Item]
 _MAX_FACT_CHARS = 4000
+SCAN_CHARS = 64 * 1024  # of one message, scanned by observe (see the module)
+_BOUNDARY = re.compile(r"[\s。！？]")
 _NO_FACT: tuple[None, None] = (None, None)
 
 
@@ -311,7 +320,14 @@ class Memory(Transcripts, Layers, Documents, Prompting):
         session, user = clean_session(session), _clean_user(user)
         self._check_open()
         at = now()
-        entries = scan(redact(text).text, rules=self._rules)
+        safe = redact(valid_text(text)).text  # the whole text: a cut could split a secret
+        head, tail = _scanned(safe)
+        if tail or len(head) < len(safe):
+            self._notice(
+                f"observe: a message of {len(safe)} characters was scanned only in its first "
+                f"and last {SCAN_CHARS // 2} characters"
+            )
+        entries = scan(f"{head}\n\n{tail}" if tail else head, rules=self._rules)
         if origin is not Source.USER or not entries:
             return [Capture(entry.category, _one_line(entry.text), at) for entry in entries]
         events: builtins.list[WriteEvent] = []
@@ -385,7 +401,9 @@ class Memory(Transcripts, Layers, Documents, Prompting):
         when = now() if at is None else aware(at)
         self._check_open()
         with storage_errors("write the daily note"), self._lock:
-            event = self._note(redact(user).text, redact(agent).text, session, when)
+            event = self._note(
+                redact(valid_text(user)).text, redact(valid_text(agent)).text, session, when
+            )
         self._notify(event)
         return self.workspace.path / event.path
 
@@ -440,8 +458,8 @@ class Memory(Transcripts, Layers, Documents, Prompting):
             raise InvalidInput(f"error must be a string or an exception, not {message!r}")
         lesson = tool_failure_lesson(
             redact(name).text,
-            redact(describe_args(args)).text,
-            redact(message).text,
+            redact(valid_text(describe_args(args))).text,
+            redact(valid_text(message)).text,
             at=now(),
             session=clean_session(session),
         )
@@ -599,6 +617,25 @@ def _state_entries(entries: builtins.list[Entry], at: datetime) -> builtins.list
 
 def _one_line(text: str) -> str:
     return " ".join(text.split())
+
+
+def _scanned(text: str) -> tuple[str, str]:
+    """What ``observe`` scans of ``text``: all of it (and ``""``), or, when it is
+    longer than ``SCAN_CHARS``, its first and last ``SCAN_CHARS // 2``
+    characters, each cut at a space or a sentence end (never inside a word;
+    a part with no place to cut is left out)."""
+    if len(text) <= SCAN_CHARS:
+        return text, ""
+    half = SCAN_CHARS // 2
+    head, tail = text[:half], text[-half:]
+    if not (_BOUNDARY.match(text, half) or _BOUNDARY.match(head, half - 1)):
+        found = _BOUNDARY.search(head[::-1])
+        head = head[: half - found.start()] if found else ""
+    start = len(text) - half
+    if not (_BOUNDARY.match(text, start - 1) or _BOUNDARY.match(tail)):
+        found = _BOUNDARY.search(tail)
+        tail = tail[found.start() :] if found else ""
+    return head.strip(), tail.strip()
 
 
 def _clean_user(user: str | None) -> str | None:

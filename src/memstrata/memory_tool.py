@@ -52,6 +52,7 @@ from .access import allowed, resolve
 from .capture.secrets import redact
 from .documents import Documents, FileEdit, NotText
 from .errors import Conflict, MemstrataError, NotFound
+from .model import valid_text
 
 __all__ = ["PREFIX", "MemoryToolHandler"]
 
@@ -300,7 +301,7 @@ def _text_arg(command: Mapping[str, object], name: str, *, default: str | None =
         )
     if not isinstance(value, str):
         raise _ToolError(f"Parameter `{name}` must be a string, not {type(value).__name__}.")
-    return value
+    return valid_text(value)
 
 
 def _relative(path: str) -> str:

@@ -4,11 +4,22 @@ Values are frozen dataclasses; a change makes a new value (``replace``).
 Text rules live here so that every writer (API, CLI, a hand edit of
 MEMORY.md) agrees on what one fact is:
 
+* text is valid Unicode: a lone surrogate (``"\\ud800"`` from a JSON escape,
+  a byte that is not UTF-8 decoded with ``surrogateescape``) cannot be written
+  as UTF-8, so every public call that takes text turns each one into U+FFFD
+  where the text enters (``valid_text``; ``clean_text``, ``clean_session`` and
+  ``normalize_category`` do it too). Replacing rather than refusing keeps an
+  agent running and never loses a captured or recorded message for one bad
+  character; a split surrogate pair is joined into its character;
 * a fact is one line: line breaks and control characters become spaces,
   and the ends are stripped (``clean_text``);
 * two facts are duplicates when their ``normalize_text`` forms are equal
   (Unicode NFKC, case-folded, whitespace collapsed, trailing punctuation and
   surrounding quotes dropped);
+* a file a caller gives whole (``Memory.edit_file``, the memory tool's
+  ``create``, a core file, a note) is at most ``MAX_DOCUMENT_BYTES`` of UTF-8
+  (``check_document``): larger is an ``InvalidInput``, before anything is
+  written or journaled;
 * a category is a short one-line label; the known ones have a fixed key and
   a display title, so that MEMORY.md section headings map back to the same
   category (``normalize_category``).
@@ -36,6 +47,7 @@ __all__ = [
     "Source",
     "Status",
     "category_title",
+    "check_document",
     "clean_session",
     "clean_text",
     "dedupe_key",
@@ -45,10 +57,12 @@ __all__ = [
     "now",
     "parse_source",
     "parse_time",
+    "valid_text",
     "WriteEvent",
 ]
 
 MAX_TEXT_CHARS = 4000
+MAX_DOCUMENT_BYTES = 1024 * 1024
 MAX_CATEGORY_CHARS = 64
 ID_PATTERN = re.compile(r"m[0-9a-z]{8}")
 _ID_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"  # Crockford base32, lower case
@@ -101,16 +115,45 @@ def aware(at: datetime) -> datetime:
     return at if at.tzinfo is not None else at.astimezone()
 
 
+def valid_text(text: str) -> str:
+    """``text`` with every lone surrogate replaced by U+FFFD (a pair is joined):
+    text that can always be encoded as UTF-8. The same string when it was."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
+def _one_line(text: str, what: str) -> str:
+    if not isinstance(text, str):
+        raise InvalidInput(f"{what} must be a string, not {type(text).__name__}")
+    line = _CONTROL.sub(" ", valid_text(text)).strip()
+    if not line:
+        raise InvalidInput(f"{what} is empty")
+    return line
+
+
 def clean_text(text: str) -> str:
     """Make ``text`` one storable line, or raise ``InvalidInput``."""
-    if not isinstance(text, str):
-        raise InvalidInput(f"text must be a string, not {type(text).__name__}")
-    line = _CONTROL.sub(" ", text).strip()
-    if not line:
-        raise InvalidInput("text is empty")
+    line = _one_line(text, "text")
     if len(line) > MAX_TEXT_CHARS:
         raise InvalidInput(f"text is {len(line)} characters; the limit is {MAX_TEXT_CHARS}")
     return line
+
+
+def check_document(text: str, what: str) -> None:
+    """``InvalidInput`` when ``text`` is more than ``MAX_DOCUMENT_BYTES`` of
+    UTF-8 (a lone surrogate counted as its U+FFFD); ``what`` names the file."""
+    if len(text) > MAX_DOCUMENT_BYTES:  # at least one byte a character: no need to encode
+        size = len(text)
+    else:
+        size = len(text.encode("utf-8", "surrogatepass"))
+    if size > MAX_DOCUMENT_BYTES:
+        raise InvalidInput(
+            f"{what} would be {size} bytes or more; the limit for a memory file written "
+            f"whole is {MAX_DOCUMENT_BYTES} bytes (1 MiB)"
+        )
 
 
 # Bump when normalize_text changes: stored de-duplication keys are then recomputed.
@@ -144,9 +187,7 @@ def clean_session(session: str | None) -> str | None:
     """A session id as stored: one line of at most 200 characters, or None."""
     if session is None:
         return None
-    if not isinstance(session, str):
-        raise InvalidInput(f"session must be a string, not {type(session).__name__}")
-    value = clean_text(session)
+    value = _one_line(session, "session")
     if len(value) > 200:
         raise InvalidInput("session id is longer than 200 characters")
     return value
@@ -158,7 +199,7 @@ def normalize_category(category: str | None) -> str:
         return DEFAULT_CATEGORY
     if not isinstance(category, str):
         raise InvalidInput(f"category must be a string, not {type(category).__name__}")
-    name = _HEADING_MARKS.sub("", _SPACES.sub(" ", _CONTROL.sub(" ", category)))
+    name = _HEADING_MARKS.sub("", _SPACES.sub(" ", _CONTROL.sub(" ", valid_text(category))))
     if not name:
         return DEFAULT_CATEGORY
     if len(name) > MAX_CATEGORY_CHARS:

@@ -10,7 +10,11 @@ the session so that the next run starts fresh (seed 001's
 summary. The raw transcript is left untouched. A session whose turns since
 the last summary pass ``session_summary_tokens`` is summarized automatically
 after the turn that passed it (qracer), with the extractive summarizer unless
-``MEMSTRATA_SUMMARIZER`` names a model.
+``MEMSTRATA_SUMMARIZER`` names a model. That turn is durable by then, so the
+automatic summary never raises: a model that cannot be set up or fails is
+replaced by the extractive summarizer, and every failure is a notice
+(``status().notices`` and a log warning), never an exception that would make
+the caller record the turn a second time.
 
 Reads come from RAM: the long-term facts from the store (rendered once per
 change of it) and gated by a BM25 index in RAM (``context.gate``: no query
@@ -22,7 +26,8 @@ at the next call). No file is read while it is unchanged.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable, Iterator
+import logging
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar, cast
@@ -31,13 +36,13 @@ from . import history
 from .capture.session_state import StateEntry, parse_state
 from .context.build import Context, assemble, render_facts
 from .context.gate import FactGate
-from .context.summarize import Summarizer, summarizer_from_env
+from .context.summarize import ExtractiveSummarizer, Summarizer, summarizer_from_env
 from .context.tokens import EstimateCounter, TokenCounter
-from .errors import BackendUnavailable, InvalidInput, NotFound
+from .errors import InvalidInput, MemstrataError, NotFound
 from .files import append_durable, storage_errors
 from .layers import core as core_layer
 from .layers import working as working_layer
-from .model import Item, Source, WriteEvent, category_title, clean_session, now
+from .model import Item, Source, WriteEvent, category_title, clean_session, now, valid_text
 from .searching import Searching
 from .store.longterm import OP_PUT
 from .workspace import session_stem
@@ -45,6 +50,7 @@ from .workspace import session_stem
 __all__ = ["Prompting", "SessionSummary"]
 
 _T = TypeVar("_T")
+log = logging.getLogger("memstrata")
 
 RECENT_TURNS = 20
 LESSONS = 5
@@ -213,6 +219,8 @@ class Prompting(Searching):
         """What an agent needs after its window was compacted (Qanot): the end of
         the working buffer, the session state and today's daily note, each
         labelled, within ``chars`` characters in all."""
+        if isinstance(chars, bool) or not isinstance(chars, int) or chars < 1:
+            raise InvalidInput(f"chars must be a whole number >= 1, not {chars!r}")
         name = clean_session(session)
         root = self.workspace.path
         parts = []
@@ -222,7 +230,7 @@ class Prompting(Searching):
             ("Session state", self.workspace.session_state(name)),
             (f"Today's notes (memory/{today}.md)", root / "memory" / f"{today}.md"),
         ]
-        share = chars // len(sources)
+        share = max(chars // len(sources), 1)  # text[-0:] would be all of it
         for title, path in sources:
             text = self._cached_text(path).strip()
             if text:
@@ -251,7 +259,7 @@ class Prompting(Searching):
         if not turns:
             raise InvalidInput(f"session {name!r} has no turn since its last summary")
         chosen = summarizer or summarizer_from_env()
-        summary = chosen.summarize(turns)  # a model may take seconds: not under the lock
+        summary = valid_text(chosen.summarize(turns))  # a model may take seconds: no lock
         at = now()
         stamp = at.strftime("%Y-%m-%d %H:%M")
         first, last = turns[0].seq, turns[-1].seq
@@ -311,21 +319,64 @@ class Prompting(Searching):
         return self._summary_counts
 
     def _after_turn(self, turn: history.Turn) -> None:
+        """The automatic summary after a durable turn; never raises (see the module)."""
         limit = self.settings.session_summary_tokens
         if not limit:
             return
+        try:
+            self._count_and_summarize(turn, limit)
+        except MemstrataError as exc:
+            self._notice(f"session {turn.session}: the automatic summary failed: {exc}")
+            self._summary_tokens[turn.session] = 0
+        except Exception as exc:  # a bug must not turn a durable turn into an error
+            log.exception("memstrata: the automatic summary of session %s failed", turn.session)
+            self._notice(f"session {turn.session}: the automatic summary failed: {exc!r}")
+            self._summary_tokens[turn.session] = 0
+
+    def _count_and_summarize(self, turn: history.Turn, limit: int) -> None:
         counts = self._summary_tokens
         if turn.session not in counts:
             path = history.transcript_path(self.workspace, turn.session)
             counts[turn.session] = sum(_tokens(t) for t in history.turns_since_summary(path))
         else:
             counts[turn.session] += _tokens(turn)
-        if counts[turn.session] > limit:
-            try:
-                self.compact_session(turn.session)
-            except BackendUnavailable as exc:
-                self._notice(f"session {turn.session}: the automatic summary failed: {exc}")
-                counts[turn.session] = 0
+        if counts[turn.session] <= limit:
+            return
+
+        def fell_back(why: MemstrataError) -> None:
+            self._notice(
+                f"session {turn.session}: the model summary could not run ({why}); "
+                "the extractive summary was written instead"
+            )
+
+        self.compact_session(turn.session, summarizer=_Fallback(fell_back))
+
+
+class _Fallback:
+    """The summarizer ``MEMSTRATA_SUMMARIZER`` names, replaced by the extractive
+    one when it cannot be set up or fails (``failed`` is told why)."""
+
+    def __init__(self, failed: Callable[[MemstrataError], None]) -> None:
+        self._failed = failed
+        self.name = "extractive"
+
+    def summarize(self, turns: Sequence[history.Turn]) -> str:
+        try:
+            chosen = summarizer_from_env()
+        except MemstrataError as exc:  # e.g. a model provider without a model name
+            return self._extractive(turns, exc)
+        if isinstance(chosen, ExtractiveSummarizer):
+            return chosen.summarize(turns)
+        try:
+            text = chosen.summarize(turns)
+        except MemstrataError as exc:  # the model is down, or said nothing
+            return self._extractive(turns, exc)
+        self.name = chosen.name
+        return text
+
+    def _extractive(self, turns: Sequence[history.Turn], why: MemstrataError) -> str:
+        self._failed(why)
+        return ExtractiveSummarizer().summarize(turns)
 
 
 def _read(path: Path) -> str:

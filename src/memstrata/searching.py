@@ -23,6 +23,9 @@ on top of ``index`` (the derived index) and ``Engine`` (store and hooks).
   indexed under the index's write lock from the store as it is then, so the
   last process to index a fact indexes its latest state. An index found
   damaged is replaced by an empty one and the sync runs again on it.
+* **Bounded work.** ``k`` is a whole number >= 1; above ``MAX_K`` it is
+  clamped to ``MAX_K`` (a search never ranks more than that). A query longer
+  than ``MAX_QUERY_CHARS`` is refused (``InvalidInput``).
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ from .index.chunks import searchable_files as list_searchable
 from .index.lexical import Lexical
 from .index.search import Filters, Hit, Vectors, Weights, hybrid
 from .index.sqlite import FileState, Index, IndexCorrupt, Stale
-from .model import Item, WriteEvent, now
+from .model import Item, WriteEvent, now, valid_text
 
 if TYPE_CHECKING:
     import numpy as np
@@ -60,6 +63,8 @@ __all__ = ["IndexReport", "Searching"]
 log = logging.getLogger("memstrata")
 
 RESCAN_SECONDS = 10.0
+MAX_K = 1000
+MAX_QUERY_CHARS = 4000
 EMBED_BATCH = 256
 _STALE_TRIES = 5  # an append decided again at most this often, then Conflict
 _APPEND_ONLY = ("transcripts", "daily_notes")
@@ -124,11 +129,17 @@ class Searching(Engine):
         """The ``k`` best chunks for ``query`` (BM25 and vectors fused), each with
         its path, line range, snippet, score, layer and times. ``layers``
         defaults to every layer but those in every prompt (core, working,
-        session_state)."""
+        session_state). ``k`` above ``MAX_K`` is taken as ``MAX_K``."""
         if not isinstance(query, str) or not query.strip():
             raise InvalidInput("the query must be a non-empty string")
+        if len(query) > MAX_QUERY_CHARS:
+            raise InvalidInput(
+                f"the query is {len(query)} characters; the limit is {MAX_QUERY_CHARS}"
+            )
+        query = valid_text(query)
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise InvalidInput(f"k must be a whole number >= 1, not {k!r}")
+        k = min(k, MAX_K)
         wanted = DEFAULT_LAYERS if layers is None else frozenset(layers)
         if wanted is not None and wanted - LAYERS:
             unknown = ", ".join(sorted(wanted - LAYERS))
@@ -195,6 +206,8 @@ class Searching(Engine):
         """Retrieval-gated injection (seed 001): the memory chunks most relevant to
         the tail of ``prompt`` (chat-log noise stripped), best first, within
         ``budget_tokens`` (len/4 per chunk)."""
+        if not isinstance(prompt, str):
+            raise InvalidInput(f"prompt must be a string, not {type(prompt).__name__}")
         if isinstance(budget_tokens, bool) or not isinstance(budget_tokens, int):
             raise InvalidInput("budget_tokens must be a whole number")
         tail = prompt_tail(prompt)

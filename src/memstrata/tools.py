@@ -35,6 +35,7 @@ from typing import Any, NamedTuple
 from .access import GLOBAL, Groups, resolve
 from .errors import MemstrataError
 from .memory import Memory
+from .model import valid_text
 
 __all__ = ["TOOLS", "Answer", "GroupTools", "answer", "anthropic_tools", "dispatch", "openai_tools"]
 
@@ -233,8 +234,12 @@ def call(memory: Memory, name: str, arguments: Mapping[str, Any] | None) -> Any:
         raise ValueError(f"unknown tool {name!r}; known: {', '.join(_HANDLERS)}")
     if arguments is not None and not isinstance(arguments, Mapping):
         raise ValueError("arguments must be an object")
+    given = {  # text a model sends may hold lone surrogates (model.valid_text)
+        key: valid_text(value) if isinstance(value, str) else value
+        for key, value in (arguments or {}).items()
+    }
     try:
-        return handler(memory, arguments or {})
+        return handler(memory, given)
     except _Bad as exc:
         raise ValueError(str(exc)) from None
 

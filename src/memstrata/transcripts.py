@@ -8,6 +8,12 @@ hooks, quarantine).
   before return), appends the exchange to today's daily note through the
   same code path as ``record_exchange``, and compacts the transcript when it
   passed ``session_max_turns`` or ``session_max_bytes``.
+* The transcript line is the durable point: once it is written, nothing
+  ``record_turn`` does after it (the daily note, the compaction, the
+  automatic summary) raises. A failure there is a notice (``status().notices``
+  and a log warning), so a caller never records the same turn twice.
+* Lone surrogates in any text, tool argument or result become U+FFFD
+  (``model.valid_text``) before redaction.
 * A session's last seq is kept in RAM with the size and mtime of its file; a
   file another process (or a person) changed is read again.
 """
@@ -26,10 +32,10 @@ from . import history
 from .capture import notes
 from .capture.secrets import redact
 from .engine import Engine
-from .errors import InvalidInput, NotFound
+from .errors import InvalidInput, MemstrataError, NotFound
 from .files import atomic_write, storage_errors
 from .history import Compaction, SessionInfo, Turn
-from .model import Source, WriteEvent, aware, clean_session, now
+from .model import Source, WriteEvent, aware, clean_session, now, valid_text
 
 __all__ = ["Transcripts"]
 
@@ -74,9 +80,9 @@ class Transcripts(Engine):
                 name,
                 seq,
                 when,
-                user=redact(user).text,
-                assistant=redact(assistant).text,
-                reasoning=redact(reasoning).text if isinstance(reasoning, str) else reasoning,
+                user=_safe(user),
+                assistant=_safe(assistant),
+                reasoning=_safe(reasoning) if isinstance(reasoning, str) else reasoning,
                 tool_calls=safe_calls,
                 tool_results=safe_results,
                 meta=_redacted(meta) if meta is not None else None,
@@ -91,11 +97,27 @@ class Transcripts(Engine):
                 self._verified_dirty = True
             text = f"{turn.text_of('user')}\n{turn.text_of('assistant')}"
             events.append(WriteEvent("turn", "put", text, Source.USER, where, name, (turn.id,)))
-            events.append(self._note(turn.text_of("user"), turn.text_of("assistant"), name, when))
-            self._maybe_compact(name)
+            events += self._after_append(turn, when)
         self._notify(*events)
         self._after_turn(turn)
         return turn
+
+    def _after_append(self, turn: Turn, when: datetime) -> builtins.list[WriteEvent]:
+        """The daily note and the compaction of a durable turn (lock held): a
+        failure is a notice, never an exception (see the module)."""
+        events = []
+        try:
+            with storage_errors("write the daily note"):
+                user, assistant = turn.text_of("user"), turn.text_of("assistant")
+                events.append(self._note(user, assistant, turn.session, when))
+        except MemstrataError as exc:
+            self._notice(f"session {turn.session}: turn {turn.seq} is not in the daily note: {exc}")
+        try:
+            with storage_errors("compact the transcript"):
+                self._maybe_compact(turn.session)
+        except MemstrataError as exc:
+            self._notice(f"session {turn.session}: the transcript was not compacted: {exc}")
+        return events
 
     def _note(self, user: str, agent: str, session: str | None, when: datetime) -> WriteEvent:
         """Append an exchange (already redacted) to the daily note (lock held)."""
@@ -237,13 +259,19 @@ def _sequence(value: Any, name: str) -> Sequence[Mapping[str, Any]]:
     return value
 
 
+def _safe(text: str) -> str:
+    """``text`` as it may be stored: valid Unicode, secrets redacted."""
+    return redact(valid_text(text)).text
+
+
 def _redacted(value: Any) -> Any:
-    """``value`` with secrets redacted in every string, keys and values alike."""
+    """``value`` with secrets redacted in every string, keys and values alike
+    (and lone surrogates replaced: ``json.dumps`` keeps them as they are)."""
     try:
         text = json.dumps(value, ensure_ascii=False, default=str)
     except (TypeError, ValueError) as exc:
         raise InvalidInput(f"cannot be stored as JSON: {exc}") from exc
-    safe = redact(text).text
+    safe = _safe(text)
     try:
         return json.loads(safe)
     except ValueError:

@@ -56,7 +56,7 @@ from typing import Literal
 from ..capture.secrets import redact
 from ..errors import InvalidInput
 from ..files import append_durable, storage_errors
-from ..model import now
+from ..model import now, valid_text
 from .tokens import ESTIMATE, TokenCounter
 
 __all__ = [
@@ -276,7 +276,7 @@ def buffer_block(speaker: Literal["Human", "Agent (summary)"], text: str, at: da
     ``BUFFER_AGENT_CHARS``), on one line, secrets redacted, shortened with ``...``."""
     limit = BUFFER_USER_CHARS if speaker == "Human" else BUFFER_AGENT_CHARS
     clock = at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
-    safe = redact(text).text  # secrets never reach disk (shortened only after redaction)
+    safe = redact(valid_text(text)).text  # secrets never reach disk (shortened after)
     return f"## [{clock}] {speaker}\n{_one_line(safe, limit)}\n\n"
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import InvalidInput
+from ..model import check_document
 from ..workspace import Workspace
 from .text import read_text, redacted, write_text
 
@@ -38,6 +39,7 @@ def write(workspace: Workspace, name: str, text: str) -> str:
     """
     if not isinstance(text, str):
         raise InvalidInput(f"core text must be a string, not {type(text).__name__}")
+    check_document(text, f"core/{_file_name(name)}")
     safe = redacted(text)
     if safe and not safe.endswith("\n"):
         safe += "\n"

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from ..errors import AccessDenied, Conflict, InvalidInput, NotFound
 from ..files import create_new, fsync_dir, storage_errors
-from ..model import clean_text
+from ..model import check_document, clean_text, valid_text
 from ..workspace import Workspace
 from .text import outside_fences, read_text, redacted, write_text
 
@@ -74,7 +74,7 @@ def check_name(name: str) -> str:
     """``name`` as a note name (a trailing ``.md`` dropped), or ``InvalidInput``."""
     if not isinstance(name, str):
         raise InvalidInput(f"note name must be a string, not {type(name).__name__}")
-    bare = name.removesuffix(".md")
+    bare = valid_text(name).removesuffix(".md")
     bad = (
         not bare.strip()
         or bare != bare.strip()
@@ -108,6 +108,7 @@ def create(workspace: Workspace, title: str, body: str = "", *, folder: str = "i
     heading = redacted(clean_text(title))
     if not isinstance(body, str):
         raise InvalidInput(f"note body must be a string, not {type(body).__name__}")
+    check_document(body, f"the body of note {heading!r}")
     text = f"# {heading}\n" + (f"\n{redacted(body)}" if body.strip() else "")
     if not text.endswith("\n"):
         text += "\n"

@@ -18,7 +18,7 @@ from pathlib import Path
 from ..capture.secrets import redact
 from ..errors import Corrupt, NotFound
 from ..files import atomic_write, storage_errors
-from ..model import clean_text
+from ..model import clean_text, valid_text
 
 __all__ = [
     "bullet",
@@ -62,8 +62,9 @@ def write_text(path: Path, text: str, what: str) -> None:
 
 
 def redacted(text: str) -> str:
-    """``text`` with every recognised secret replaced (``capture.secrets.redact``)."""
-    return redact(text).text
+    """``text`` with every recognised secret replaced (``capture.secrets.redact``)
+    and every lone surrogate (``model.valid_text``)."""
+    return redact(valid_text(text)).text
 
 
 def item_text(text: str) -> str:

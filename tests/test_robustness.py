@@ -1,0 +1,171 @@
+"""Failures after the durable point, and inputs too big to do work in proportion to."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import pytest
+
+from memstrata import InvalidInput, Memory
+from memstrata.memory_tool import MemoryToolHandler
+
+# -- a failure after the turn is durable is a notice, never an exception ----------------
+
+
+def _transcript_ids(ws: Path, session: str) -> list[str]:
+    lines = (ws / "sessions" / f"{session}.jsonl").read_text().splitlines()
+    return [json.loads(line)["id"] for line in lines if '"kind":"meta"' not in line]
+
+
+def test_a_summarizer_that_cannot_run_falls_back_to_the_extractive_one(
+    ws: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setenv("MEMSTRATA_SUMMARIZER", "openai")  # and no MEMSTRATA_SUMMARY_MODEL
+    monkeypatch.delenv("MEMSTRATA_SUMMARY_MODEL", raising=False)
+    with Memory.open(ws, embedder="none", session_summary_tokens=10) as memory:
+        with caplog.at_level(logging.WARNING, logger="memstrata"):
+            turn = memory.record_turn(
+                "s", user="Let's go with Postgres 16 for the ledger.", assistant="OK"
+            )
+        assert _transcript_ids(ws, "s") == [turn.id]  # on disk once
+        [notice] = [n for n in memory.status().notices if "summary" in n]
+        assert "MEMSTRATA_SUMMARY_MODEL" in notice and "extractive" in notice
+        assert "MEMSTRATA_SUMMARY_MODEL" in caplog.text
+        summary = (ws / "summaries" / "s.md").read_text()
+        assert "extractive" in summary and "Postgres 16" in summary
+
+
+def test_a_failing_model_summary_falls_back_to_the_extractive_one(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memstrata.context import summarize
+
+    class Broken:
+        name = "openai:m"
+
+        def summarize(self, turns: object) -> str:
+            raise summarize.BackendUnavailable("the summary model failed: connection refused")
+
+    monkeypatch.setattr("memstrata.prompting.summarizer_from_env", lambda: Broken())
+    with Memory.open(ws, embedder="none", session_summary_tokens=10) as memory:
+        said = "I decided to use Redis for the cache of the ledger service."
+        turn = memory.record_turn("s", user=said, assistant="OK")
+        assert _transcript_ids(ws, "s") == [turn.id]
+        assert any("connection refused" in n for n in memory.notices)
+        assert "Redis" in (ws / "summaries" / "s.md").read_text()
+
+
+def test_a_daily_note_that_cannot_be_written_does_not_undo_the_turn(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memstrata import StorageError
+
+    with Memory.open(ws, embedder="none") as memory:
+
+        def refuse(*_: object) -> object:
+            raise StorageError("cannot write the daily note: disk full")
+
+        monkeypatch.setattr(memory, "_append_note", refuse)
+        turn = memory.record_turn("s", user="hello", assistant="hi")
+        assert _transcript_ids(ws, "s") == [turn.id]
+        assert any("disk full" in n for n in memory.notices)
+
+
+# -- resource limits ----------------------------------------------------------------------
+
+
+def test_search_k_must_be_a_whole_number_and_a_huge_one_is_clamped(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memstrata import searching
+
+    asked: list[int] = []
+    real = searching.hybrid
+
+    def spy(index: object, query: str, k: int, *args: object, **kwargs: object) -> object:
+        asked.append(k)
+        return real(index, query, k, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(searching, "hybrid", spy)
+    with Memory.open(ws, embedder="none") as memory:
+        memory.remember("the blue bicycle")
+        for bad in (0, -1, 1.5, "3", True, None):
+            with pytest.raises(InvalidInput, match="k must be"):
+                memory.search("bicycle", k=bad)  # type: ignore[arg-type]
+        assert len(memory.search("bicycle", k=10**9)) == 1
+        assert asked == [searching.MAX_K]
+
+
+def test_a_huge_query_is_refused(memory: Memory) -> None:
+    with pytest.raises(InvalidInput, match="the query is 100000 characters"):
+        memory.search("word " * 20_000)
+
+
+def test_observe_scans_a_huge_message_in_part_and_says_so(ws: Path) -> None:
+    from memstrata import memory as memory_module
+
+    limit = memory_module.SCAN_CHARS
+    filler = "Nothing to see in this sentence at all. " * (limit // 20)
+    message = "My name is Aziz. " + filler + "I decided to use Postgres 16. " + filler
+    message += "Remember that the deploy key rotates every 30 days."
+    with Memory.open(ws, embedder="none") as memory:
+        captured = memory.observe(message)
+        kinds = {c.category for c in captured}
+        assert "proper_noun" in kinds and "remember" in kinds  # the head and the tail
+        assert "decision" not in kinds  # in the middle: not scanned
+        [notice] = [n for n in memory.notices if "scanned" in n]
+        assert f"{len(message)} characters" in notice
+
+
+def test_observe_cuts_between_words(memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
+    from memstrata import memory as memory_module
+
+    monkeypatch.setattr(memory_module, "SCAN_CHARS", 40)
+    head, tail = memory_module._scanned("aaaa bbbb cccc dddd eeee ffff gggg hhhh iiii jjjj kkkk")
+    assert head == "aaaa bbbb cccc dddd" and tail == "hhhh iiii jjjj kkkk"
+    head, tail = memory_module._scanned("aaaa bbbb cccc dddd eeeeeeee ffff ggggggggggg hhhh")
+    assert head == "aaaa bbbb cccc dddd" and tail == "ggggggggggg hhhh"  # "ffff" was cut
+    assert memory_module._scanned("x" * 100) == ("", "")  # no place to cut: nothing
+    assert memory_module._scanned("short text") == ("short text", "")
+
+
+def test_a_huge_document_is_refused_before_it_is_written(memory: Memory) -> None:
+    from memstrata.model import MAX_DOCUMENT_BYTES
+
+    big = "line of text\n" * (MAX_DOCUMENT_BYTES // 13 + 1)
+    with pytest.raises(InvalidInput, match="memory/big.md would be"):
+        memory.edit_file("memory/big.md", lambda _: big)
+    assert not (memory.workspace.path / "memory" / "big.md").exists()
+    assert memory.status().journal_bytes < 10_000  # nothing of it journaled
+    answer = MemoryToolHandler(memory).handle(
+        {"command": "create", "path": "/memories/memory/big.md", "file_text": big}
+    )
+    assert answer.startswith("Error: memory/big.md would be"), answer[:100]
+    with pytest.raises(InvalidInput, match="limit"):
+        memory.set_core("user", big)
+    with pytest.raises(InvalidInput, match="limit"):
+        memory.note_create("big", big)
+
+
+def test_a_long_session_name_names_the_session_in_the_error(memory: Memory) -> None:
+    with pytest.raises(InvalidInput, match="session id is longer than 200"):
+        memory.remember("x", session="s" * 10_000)
+    with pytest.raises(InvalidInput, match="user id is longer than 200"):
+        memory.remember("x", user="u" * 10_000)
+
+
+def test_recovery_context_chars_must_be_a_positive_whole_number(memory: Memory) -> None:
+    memory.working_progress("shipped the parser")
+    (memory.workspace.path / "memory" / "working-buffer.md").write_text("x" * 10_000)
+    for bad in (0, -5, 2.5, "10"):
+        with pytest.raises(InvalidInput, match="chars must be"):
+            memory.recovery_context(chars=bad)  # type: ignore[arg-type]
+    assert len(memory.recovery_context(chars=300)) < 600
+    assert len(memory.recovery_context(chars=1)) < 300  # not the whole buffer
+
+
+def test_gate_wants_a_string_prompt(memory: Memory) -> None:
+    with pytest.raises(InvalidInput, match="prompt must be a string"):
+        memory.gate(42, 100)  # type: ignore[arg-type]
