@@ -37,6 +37,7 @@ def home(tmp_path: Path) -> str:
     return path
 
 
+@pytest.mark.slow
 def test_argv_bytes_that_are_not_utf8_are_one_line_in_a_real_process(home: str) -> None:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([SRC, os.environ.get("PYTHONPATH", "")])}
     for command in (b"remember", b"search", b"observe"):

@@ -9,6 +9,8 @@ from collections import Counter
 from contextlib import ExitStack
 from pathlib import Path
 
+import pytest
+
 from memstrata import Item, Memory
 from memstrata.store import markdown
 from memstrata.store.longterm import Snapshot
@@ -75,6 +77,7 @@ def assert_files_hold(ws: Path, live: dict[str, Item]) -> None:
     assert snapshot.items == live
 
 
+@pytest.mark.slow
 def test_four_processes_writing_at_once_lose_nothing(ws: Path) -> None:
     prefixes = [f"process {n} fact" for n in range(4)]
     run_writers(ws, prefixes, 500)
@@ -91,6 +94,7 @@ def test_four_processes_writing_at_once_lose_nothing(ws: Path) -> None:
     assert len(Snapshot.load(ws / "memory" / "LTM_SNAPSHOT.json").items) == 2000
 
 
+@pytest.mark.slow
 def test_the_same_text_from_several_processes_is_stored_once(ws: Path) -> None:
     run_writers(ws, ["shared fact"] * 4, 50)
     with Memory.open(ws) as memory:

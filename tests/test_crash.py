@@ -19,12 +19,16 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
+
 from memstrata import Memory
 from memstrata.doctor import Level, diagnose
 from memstrata.files import list_quarantine
 from memstrata.store import markdown
 from memstrata.store.longterm import Snapshot
 from memstrata.workspace import Workspace
+
+pytestmark = pytest.mark.slow  # subprocesses killed with SIGKILL
 
 # argv: workspace, mode. Mode words: "cp" checkpoints every 7 records, "forget"
 # mixes in forgets of earlier items, "nosync" uses group commit (sync=False).

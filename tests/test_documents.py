@@ -172,6 +172,7 @@ for i in range(100_000):
 """
 
 
+@pytest.mark.slow
 def test_memory_tool_writes_survive_sigkill(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     acked: list[str] = []
@@ -213,6 +214,7 @@ memory.close()
 """
 
 
+@pytest.mark.slow
 def test_two_processes_editing_one_file_lose_no_edit(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     Memory.open(ws, embedder="none").close()

@@ -222,6 +222,7 @@ def test_a_memory_md_without_snapshot_holds_long_lines_to_the_limit(ws: Path) ->
         assert [item.text for item in memory.list()] == ["ok"]
 
 
+@pytest.mark.slow
 def test_an_editor_saving_in_place_while_the_agent_writes_loses_nothing(ws: Path) -> None:
     """Randomised: an editor thread truncates and writes MEMORY.md (adding one
     line each time) while the agent writes and checkpoints."""
@@ -307,6 +308,7 @@ def test_a_same_size_rewrite_within_the_clock_tick_is_not_taken_for_unchanged(
     assert not fingerprint.matches(path)
 
 
+@pytest.mark.slow
 def test_editor_saves_by_rename_while_threads_write_lose_nothing(ws: Path) -> None:
     """An editor that saves by renaming a new file over MEMORY.md, while three
     threads write and checkpoint as fast as they can."""

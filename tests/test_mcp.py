@@ -63,6 +63,7 @@ async def _session_run(ws: Path) -> dict[str, object]:
     return out
 
 
+@pytest.mark.slow
 def test_the_official_client_lists_writes_searches_gets_and_is_refused(tmp_path: Path) -> None:
     import anyio
 
@@ -111,6 +112,7 @@ async def _refusal_run(ws: Path) -> list[tuple[bool, str]]:
     return out
 
 
+@pytest.mark.slow
 def test_every_refusal_is_an_mcp_error_result(tmp_path: Path) -> None:
     import anyio
 
@@ -206,6 +208,7 @@ async def _writer(url: str, client_number: int, count: int, headers: dict[str, s
     return done
 
 
+@pytest.mark.slow
 def test_eight_http_clients_times_200_writes_are_all_there_after_restart(tmp_path: Path) -> None:
     import anyio
 
@@ -238,6 +241,7 @@ def test_eight_http_clients_times_200_writes_are_all_there_after_restart(tmp_pat
     assert expected <= texts and len(texts) == 1600
 
 
+@pytest.mark.slow
 def test_http_beyond_loopback_needs_a_token_and_checks_it(tmp_path: Path) -> None:
     import httpx2
 
@@ -301,6 +305,7 @@ async def _group_run(root: Path) -> list[str]:
     return out
 
 
+@pytest.mark.slow
 def test_a_group_server_reads_its_own_and_global_memory_only(tmp_path: Path) -> None:
     import anyio
 

@@ -83,6 +83,7 @@ def test_writes_on_a_read_only_mount_fail_with_one_clear_error(ro_workspace: Pat
                 write()
 
 
+@pytest.mark.slow
 def test_the_cli_reads_a_read_only_mount_and_refuses_writes(ro_workspace: Path) -> None:
     def run(*args: str) -> subprocess.CompletedProcess[str]:
         command = [str(Path(sys.executable).with_name("memstrata")), *args, "-w", str(ro_workspace)]
