@@ -5,8 +5,8 @@
   ids, ISBNs, tracking numbers, UUIDs, git SHAs, timestamps, prices, URLs with
   query strings, versions, JSON without credentials). ``redact`` changes none.
 * the positive corpus below: every kind of secret, said every way the redactor
-  documents (assignments, env lines, command lines, the value on the next line):
-  ``redact`` removes every one.
+  documents (assignments, env lines, command lines, the value on the next line,
+  JSON, a label before a JSON object): ``redact`` removes every one.
 """
 
 from __future__ import annotations
@@ -93,6 +93,12 @@ PHRASINGS = [
     "curl --user 'admin:{}' https://api.example.com/v1",
     "password:\n{}",
     "Password:\n  {}\n\nthanks",
+    'x_password: {{"password": "{}"}}',
+    'token = {{"value": "{}", "kind": "x"}}',
+    '{{"password": "{}"}}',
+    '{{"apiKey": "{}", "debug": true}}',
+    '{{"user": {{"name": "bob", "credentials": {{"secret": "{}"}}}}}}',
+    'the tool said {{"access_token": "{}", "expires_in": 3600}} and stopped',
     "api_key={}",
     "Authorization: Bearer {}",
     "postgres://app:{}@db:5432/shop",
@@ -108,6 +114,7 @@ CARD_PHRASINGS = [
     "karta raqamim {}",
     "卡号{}，谢谢",
     "pay with {} today",
+    '{{"card": "{}", "exp": "12/26"}}',
 ]
 CARDS = [
     "4539578763621486",
@@ -127,6 +134,8 @@ CARDS = [
 PRIVATE_KEY_PHRASINGS = [
     "here is the key:\n{}\nthanks",
     "private_key: {}",
+    '{{"private_key": {}}}',
+    '{{"key": {}}}',
     "ssh key below\n{}",
 ]
 
@@ -155,6 +164,8 @@ def _positive() -> list[tuple[str, str]]:
         (phrasing.format(json.dumps(PEM) if phrasing.startswith("{") else PEM), PEM_BODY)
         for phrasing in PRIVATE_KEY_PHRASINGS
     ]
+    # the same texts as an agent's tool would send them: inside a JSON string
+    cases += [(json.dumps({"cmd": text}), core) for text, core in list(cases)]
     return cases
 
 
@@ -162,7 +173,7 @@ POSITIVE = _positive()
 
 
 def test_the_positive_corpus_covers_every_kind_and_phrasing() -> None:
-    assert len(POSITIVE) >= len(SECRET_VALUES) * len(PHRASINGS) - 10
+    assert len(POSITIVE) >= 2 * (len(SECRET_VALUES) * len(PHRASINGS) - 10)
 
 
 @pytest.mark.parametrize(("text", "core"), POSITIVE)
@@ -186,6 +197,7 @@ def test_every_secret_said_every_way_is_redacted(text: str, core: str) -> None:
         ("curl -u admin:S3cret https://x", "curl -u admin:[REDACTED:password] https://x"),
         ("curl -uadmin:S3cret https://x", "curl -uadmin:[REDACTED:password] https://x"),
         ("password:\nS3cret\nnext line", "password:\n[REDACTED:password]\nnext line"),
+        ('x_password: {"password": "S3cret"}', "x_password: [REDACTED:password]"),
     ],
 )
 def test_the_new_phrasings_keep_everything_but_the_secret(text: str, expected: str) -> None:

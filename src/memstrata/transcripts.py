@@ -24,7 +24,7 @@ from typing import Any
 
 from . import history
 from .capture import notes
-from .capture.secrets import redact
+from .capture.secrets import redact, redact_value
 from .engine import Engine
 from .errors import InvalidInput, NotFound
 from .files import atomic_write, storage_errors
@@ -235,13 +235,12 @@ def _sequence(value: Any, name: str) -> Sequence[Mapping[str, Any]]:
 
 
 def _redacted(value: Any) -> Any:
-    """``value`` with secrets redacted in every string, keys and values alike."""
+    """``value`` as JSON data with secrets redacted in every string, keys and values
+    alike, and under credential-named keys; its shape is kept (a mapping stays a
+    mapping with the same keys, a JSON string stays JSON): redaction never makes a
+    turn invalid. The value is walked, never redacted as serialized text."""
     try:
-        text = json.dumps(value, ensure_ascii=False, default=str)
-    except (TypeError, ValueError) as exc:
+        data = json.loads(json.dumps(value, ensure_ascii=False, default=str))
+    except (TypeError, ValueError, RecursionError) as exc:
         raise InvalidInput(f"cannot be stored as JSON: {exc}") from exc
-    safe = redact(text).text
-    try:
-        return json.loads(safe)
-    except ValueError:
-        return safe
+    return redact_value(data)[0]

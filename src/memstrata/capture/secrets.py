@@ -3,9 +3,16 @@
 ``redact(text)`` returns the text with every secret it recognises replaced by
 ``[REDACTED:kind]``, and the kinds it replaced, in order of appearance (a kind
 repeats when it is found twice). ``contains_secret(text)`` says whether
-``redact`` would change anything.
+``redact`` would change anything. ``redact_value(value)`` does the same for
+mappings and lists (tool arguments and results), keeping their shape.
 
-What is recognised, by kind:
+JSON comes first: JSON in a text (the whole text, each line of JSON lines, an
+object inside prose) is decoded and walked (``capture/secret_struct.py``): a
+value under a credential-named key (``password``, ``apiKey``, ``API-KEY``,
+``client_secret``, ``access_token``, ``Authorization``, ``cookie`` ...) is
+replaced whole, whatever its shape; strings, JSON strings inside JSON included,
+are redacted as below; only the secrets' bytes change, so JSON stays JSON. The
+rest of the text is read as prose, where the kinds recognised are:
 
 * ``private_key``, ``token`` (JSON Web Tokens), ``api_key`` with a well-known
   prefix (``sk-``, ``ghp_``, ``AKIA`` ...), ``card`` and ``connection_string``:
@@ -29,14 +36,15 @@ What is recognised, by kind:
   ``密码为``, ``密码：``. The value is the quoted string when quoted, else the
   next whitespace-delimited token (punctuation glued to it goes with it); after
   ``password:`` (any assignment) with nothing after it, the next line when the
-  value stands alone on it.
+  value stands alone on it; after a credential label, a JSON object or array
+  (``x_password: {...}``) whole.
 
 Invariants:
 
 * a text in which nothing is recognised comes back as the very same string
   with ``kinds == ()``;
 * only the secret's characters are replaced; marker words, quotes, the rest of
-  the sentence and the non-secret parts of a URL are kept;
+  the sentence, the non-secret parts of a URL and the structure of JSON are kept;
 * finds that overlap are merged into one marker (the kind of the one that
   starts first, the longer one on a tie);
 * ``kinds`` has one entry per marker made, in the order of the markers;
@@ -55,14 +63,16 @@ Heuristics that keep ordinary prose intact can also miss a real secret:
 followed by a purely Cyrillic word, ``parolim`` followed by a plain word
 ("qwerty"), an unquoted all-lowercase value after ``API_KEY:`` (``=`` has no
 such rule), a bare ``token=``/``key=`` in prose (only qualified names count:
-``access_token``, ``api_key``), a Bearer token
+``access_token``, ``api_key``; JSON keys need no qualifier), a Bearer token
 that looks like a word, a card the shapes do not take (``secret_shapes``), a
 quoted value longer than 200 characters (only its first token is then
 redacted). Conversely the token after a marker is taken whole, punctuation
 glued to it included ("password: x1," loses the comma).
 
 Speed: a message with no trigger word or shape costs substring tests only
-(about 3 µs for 200 characters); each triggered rule adds one regex scan.
+(about 3 µs for 200 characters); each triggered rule adds one regex scan. A
+text with JSON in it costs about two such scans when nothing in it can be a
+secret, else a walk of the objects that hold a trigger.
 """
 
 from __future__ import annotations
@@ -70,6 +80,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from .secret_shapes import (
     ASCII_ALNUM,
@@ -85,22 +96,41 @@ from .secret_shapes import (
     prefixed_ok,
     random_looking,
 )
+from .secret_struct import Redacted, TextRules, redact_data, redact_json
 
-__all__ = ["Redacted", "contains_secret", "redact"]
+__all__ = ["Redacted", "contains_secret", "redact", "redact_value"]
 
 _MARK = "[REDACTED:"
 
 
-@dataclass(frozen=True, slots=True)
-class Redacted:
-    """The outcome of ``redact``: the safe text and the kinds replaced in it, in order."""
-
-    text: str
-    kinds: tuple[str, ...]
-
-
 def redact(text: str) -> Redacted:
     """``text`` with every recognised secret replaced by ``[REDACTED:kind]``.
+
+    JSON in the text is decoded and walked first (``secret_struct``), so that its
+    structure is kept; the rest is redacted as prose.
+    """
+    if "{" in text or "[" in text or text[:1] == '"':  # JSON, maybe (secret_struct)
+        found = redact_json(text, _JSON_RULES)
+        if found is not None:
+            return found
+    return _redact_prose(text)
+
+
+def redact_value(value: Any) -> tuple[Any, tuple[str, ...]]:
+    """``value`` (mappings, lists, strings, numbers) with every secret replaced, its shape
+    kept; and the kinds replaced, in order. See ``secret_struct.redact_data``."""
+    return redact_data(value, redact)
+
+
+def contains_secret(text: str) -> bool:
+    """True when ``redact(text)`` would replace something."""
+    if "{" in text or "[" in text or text[:1] == '"':
+        return bool(redact(text).kinds)
+    return bool(_merged(text))
+
+
+def _redact_prose(text: str) -> Redacted:
+    """``redact`` for text read as prose (JSON in it is not decoded).
 
     The rules run again on their own output until they find nothing: a replacement can
     uncover a secret the first pass could not see (a secret glued to another one), and
@@ -114,11 +144,6 @@ def redact(text: str) -> Redacted:
             break
         text, markers = _replace(text, spans, markers)
     return Redacted(text, tuple(kind for _, kind in markers))
-
-
-def contains_secret(text: str) -> bool:
-    """True when ``redact(text)`` would replace something."""
-    return bool(_merged(text))
 
 
 # Each pass replaces at least one character that is not part of a marker, so passes
@@ -155,6 +180,8 @@ def _replace(
     pieces.append(text[done:])
     return "".join(pieces), placed
 
+
+_JSON_RULES = TextRules(redact, _redact_prose, lambda text: bool(_merged(text)))
 
 # --- finding ------------------------------------------------------------------------------------
 
