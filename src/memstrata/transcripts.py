@@ -30,7 +30,7 @@ from typing import Any
 
 from . import history
 from .capture import notes
-from .capture.secrets import redact
+from .capture.secrets import redact, redact_value
 from .engine import Engine
 from .errors import InvalidInput, MemstrataError, NotFound
 from .files import atomic_write, storage_errors
@@ -265,14 +265,13 @@ def _safe(text: str) -> str:
 
 
 def _redacted(value: Any) -> Any:
-    """``value`` with secrets redacted in every string, keys and values alike
-    (and lone surrogates replaced: ``json.dumps`` keeps them as they are)."""
+    """``value`` as JSON data with secrets redacted in every string, keys and values
+    alike, and under credential-named keys; its shape is kept (a mapping stays a
+    mapping with the same keys, a JSON string stays JSON): redaction never makes a
+    turn invalid. The value is walked, never redacted as serialized text."""
     try:
-        text = json.dumps(value, ensure_ascii=False, default=str)
-    except (TypeError, ValueError) as exc:
+        # (lone surrogates replaced: ``json.dumps`` keeps them as they are)
+        data = json.loads(valid_text(json.dumps(value, ensure_ascii=False, default=str)))
+    except (TypeError, ValueError, RecursionError) as exc:
         raise InvalidInput(f"cannot be stored as JSON: {exc}") from exc
-    safe = _safe(text)
-    try:
-        return json.loads(safe)
-    except ValueError:
-        return safe
+    return redact_value(data)[0]

@@ -3,47 +3,48 @@
 ``redact(text)`` returns the text with every secret it recognises replaced by
 ``[REDACTED:kind]``, and the kinds it replaced, in order of appearance (a kind
 repeats when it is found twice). ``contains_secret(text)`` says whether
-``redact`` would change anything.
+``redact`` would change anything. ``redact_value(value)`` does the same for
+mappings and lists (tool arguments and results), keeping their shape.
 
-What is recognised, by kind:
+JSON comes first: JSON in a text (the whole text, each line of JSON lines, an
+object inside prose) is decoded and walked (``capture/secret_struct.py``): a
+value under a credential-named key (``password``, ``apiKey``, ``API-KEY``,
+``client_secret``, ``access_token``, ``Authorization``, ``cookie`` ...) is
+replaced whole, whatever its shape; strings, JSON strings inside JSON included,
+are redacted as below; only the secrets' bytes change, so JSON stays JSON. The
+rest of the text is read as prose, where the kinds recognised are:
 
-* ``private_key``: a PEM block ``-----BEGIN ... PRIVATE KEY-----`` up to its
-  ``-----END ... PRIVATE KEY-----`` line (RSA, EC, OPENSSH, ENCRYPTED, PGP
-  ``... PRIVATE KEY BLOCK``); a BEGIN line with no END redacts to the end of
-  the text.
-* ``api_key``: keys with a well-known prefix: OpenAI and Anthropic ``sk-...``
-  (``sk-proj-``, ``sk-ant-``), GitHub ``ghp_ gho_ ghu_ ghs_ ghr_ github_pat_``,
-  GitLab ``glpat-``, AWS access key ids ``AKIA``/``ASIA`` + 16, Google ``AIza``
-  + 35, Slack ``xoxa- xoxb- xoxp- xoxr-``, Stripe ``sk_live_ rk_live_ sk_test_
-  rk_test_``, Hugging Face ``hf_``; and the value of an assignment to a
-  credential-named identifier (``api_key=``, ``API_KEY:``, ``"apiKey": "..."``,
-  ``X-Api-Key:``, ``secret=``, ``client_secret``, ``access_token=``,
-  ``GITHUB_TOKEN=``, ``aws_secret_access_key``, ``private_key`` ...) when the
-  value has at least 8 non-space characters.
-* ``token``: JSON Web Tokens ``eyJ....eyJ....sig`` and the token after
-  ``Bearer`` (in prose or an ``Authorization`` header) when it has 8 characters
-  or more and looks generated (a digit, mixed case or a symbol), so that
-  "bearer authentication" stays.
+* ``private_key``, ``token`` (JSON Web Tokens), ``api_key`` with a well-known
+  prefix (``sk-``, ``ghp_``, ``AKIA`` ...), ``card`` and ``connection_string``:
+  by their shape (``capture/secret_shapes.py`` lists them);
+* ``api_key``: the value of an assignment to a credential-named identifier
+  (``api_key=``, ``API_KEY:``, ``"apiKey": "..."``, ``X-Api-Key:``,
+  ``secret=``, ``client_secret``, ``access_token=``, ``aws_secret_access_key``,
+  ``private_key`` ...) of 8 non-space characters or more (6 on an env line:
+  ``GITHUB_TOKEN=``, ``APP_SECRET=``);
+* ``token``: the token after ``Bearer`` (in prose or an ``Authorization``
+  header) of 8 characters or more that looks generated (a digit, mixed case or
+  a symbol), so that "bearer authentication" stays;
 * ``password``: the value after a password marker, the marker words kept:
   ``password:``, ``password =``, ``DB_PASSWORD=``, ``"password": "..."``,
-  ``pwd:``, ``passcode:``, ``passcode is``, ``my password is`` (also ``my wifi
-  password is``, ``your password is``, ``my PIN is`` + digits); Russian
+  ``PGPASSWORD=``, ``MYSQL_PWD=``, ``pwd:``, ``passcode:``, ``passcode is``,
+  ``my password is`` (also ``my wifi password is``, ``your password is``, ``my
+  PIN is`` + digits); ``mysql -pX``, ``mysql --password=X``, ``curl -u
+  user:X``; Russian
   ``пароль:``, ``пароль —``, ``пароль это``, ``мой пароль ...``; Uzbek
   ``parol:``, ``parolim:``, ``(mening) parolim ...``; Chinese ``密码是``,
   ``密码为``, ``密码：``. The value is the quoted string when quoted, else the
-  next whitespace-delimited token (punctuation glued to it goes with it).
-* ``card``: a 13-19 digit number, bare or in groups split by single spaces or
-  dashes (first group of 4, the others of 3-6 digits), that passes the Luhn
-  check; a number failing Luhn is left alone.
-* ``connection_string``: the password of a URL with credentials,
-  ``scheme://user:password@host``; scheme, user and host are kept.
+  next whitespace-delimited token (punctuation glued to it goes with it); after
+  ``password:`` (any assignment) with nothing after it, the next line when the
+  value stands alone on it; after a credential label, a JSON object or array
+  (``x_password: {...}``) whole.
 
 Invariants:
 
 * a text in which nothing is recognised comes back as the very same string
   with ``kinds == ()``;
 * only the secret's characters are replaced; marker words, quotes, the rest of
-  the sentence and the non-secret parts of a URL are kept;
+  the sentence, the non-secret parts of a URL and the structure of JSON are kept;
 * finds that overlap are merged into one marker (the kind of the one that
   starts first, the longer one on a tie);
 * ``kinds`` has one entry per marker made, in the order of the markers;
@@ -61,16 +62,17 @@ Heuristics that keep ordinary prose intact can also miss a real secret:
 "my password is" followed by a common word ("... is strong"), ``мой пароль``
 followed by a purely Cyrillic word, ``parolim`` followed by a plain word
 ("qwerty"), an unquoted all-lowercase value after ``API_KEY:`` (``=`` has no
-such rule), a bare ``token=``/``key=`` (only qualified names count:
-``access_token``, ``api_key``), a Bearer token that looks like a word, a card
-written with other groupings or in non-ASCII digits, a quoted value longer
-than 200 characters (only its first token is then redacted). Conversely any
-Luhn-valid 13-19 digit number is treated as a card (a random number of that
-length passes about one time in ten), and the token after a marker is taken
-whole, punctuation glued to it included ("password: x1," loses the comma).
+such rule), a bare ``token=``/``key=`` in prose (only qualified names count:
+``access_token``, ``api_key``; JSON keys need no qualifier), a Bearer token
+that looks like a word, a card the shapes do not take (``secret_shapes``), a
+quoted value longer than 200 characters (only its first token is then
+redacted). Conversely the token after a marker is taken whole, punctuation
+glued to it included ("password: x1," loses the comma).
 
 Speed: a message with no trigger word or shape costs substring tests only
-(about 3 µs for 200 characters); each triggered rule adds one regex scan.
+(about 3 µs for 200 characters); each triggered rule adds one regex scan. A
+text with JSON in it costs about two such scans when nothing in it can be a
+secret, else a walk of the objects that hold a trigger.
 """
 
 from __future__ import annotations
@@ -78,6 +80,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from .secret_shapes import (
     ASCII_ALNUM,
@@ -88,26 +91,46 @@ from .secret_shapes import (
     PREFIXED,
     URL_PASSWORD,
     cards,
+    command_passwords,
     marker_before,
     prefixed_ok,
     random_looking,
 )
+from .secret_struct import Redacted, TextRules, redact_data, redact_json
 
-__all__ = ["Redacted", "contains_secret", "redact"]
+__all__ = ["Redacted", "contains_secret", "redact", "redact_value"]
 
 _MARK = "[REDACTED:"
 
 
-@dataclass(frozen=True, slots=True)
-class Redacted:
-    """The outcome of ``redact``: the safe text and the kinds replaced in it, in order."""
-
-    text: str
-    kinds: tuple[str, ...]
-
-
 def redact(text: str) -> Redacted:
     """``text`` with every recognised secret replaced by ``[REDACTED:kind]``.
+
+    JSON in the text is decoded and walked first (``secret_struct``), so that its
+    structure is kept; the rest is redacted as prose.
+    """
+    if "{" in text or "[" in text or text[:1] == '"':  # JSON, maybe (secret_struct)
+        found = redact_json(text, _JSON_RULES)
+        if found is not None:
+            return found
+    return _redact_prose(text)
+
+
+def redact_value(value: Any) -> tuple[Any, tuple[str, ...]]:
+    """``value`` (mappings, lists, strings, numbers) with every secret replaced, its shape
+    kept; and the kinds replaced, in order. See ``secret_struct.redact_data``."""
+    return redact_data(value, redact)
+
+
+def contains_secret(text: str) -> bool:
+    """True when ``redact(text)`` would replace something."""
+    if "{" in text or "[" in text or text[:1] == '"':
+        return bool(redact(text).kinds)
+    return bool(_merged(text))
+
+
+def _redact_prose(text: str) -> Redacted:
+    """``redact`` for text read as prose (JSON in it is not decoded).
 
     The rules run again on their own output until they find nothing: a replacement can
     uncover a secret the first pass could not see (a secret glued to another one), and
@@ -121,11 +144,6 @@ def redact(text: str) -> Redacted:
             break
         text, markers = _replace(text, spans, markers)
     return Redacted(text, tuple(kind for _, kind in markers))
-
-
-def contains_secret(text: str) -> bool:
-    """True when ``redact(text)`` would replace something."""
-    return bool(_merged(text))
 
 
 # Each pass replaces at least one character that is not part of a marker, so passes
@@ -162,6 +180,8 @@ def _replace(
     pieces.append(text[done:])
     return "".join(pieces), placed
 
+
+_JSON_RULES = TextRules(redact, _redact_prose, lambda text: bool(_merged(text)))
 
 # --- finding ------------------------------------------------------------------------------------
 
@@ -222,6 +242,11 @@ def _find(text: str) -> list[_Find]:
         for m in DIGITS.finditer(text):
             finds.extend((start, end, "card") for start, end in cards(text, m.start(), m.end()))
     folded = text.lower()
+    if ("-p" in text or "-u" in text) and (
+        "mysql" in folded or "mariadb" in folded or "curl" in folded
+    ):
+        for start, end in command_passwords(text):
+            _add_value(finds, text, start, end, "password")
     if _has_word_trigger(folded):
         # The word rules scan the lower-cased text (literal prefixes, no case folding at
         # match time); that needs the positions to line up, which a few characters break
@@ -370,8 +395,8 @@ def _credential_kind(parts: list[str]) -> str | None:
     if not parts:
         return None
     last = parts[-1]
-    if last in _PASSWORD_NAMES:
-        return "password"
+    if last in _PASSWORD_NAMES or (last.endswith("password") and last[:-8].isalpha()):
+        return "password"  # PGPASSWORD, MYSQLPASSWORD: a prefix glued to the name
     if last in _KEY_NAMES:
         return "api_key"
     if len(parts) >= 2 and (last == "token" or (last == "key" and parts[-2] in _KEY_QUALIFIERS)):
@@ -383,14 +408,23 @@ def _accept_assignment(finds: list[_Find], text: str, m: re.Match[str]) -> None:
     kind = _credential_kind(_name_parts(text, m.start("kw"), m.end("kw")))
     if kind is None:
         return
+    if m.group("nl"):  # the value on the next line: alone on it, and no common word
+        word = m.group("v").lower().strip(_PROSE_PUNCTUATION)
+        alone = _ALONE.match(text, m.end("v")) is not None  # not "Go to settings"
+        if not alone or not word or word in _EN_STOPWORDS or m.group("v")[-1] in ":：":
+            return
     start, end, quoted = _value_span(text, m.start("v"), m.end("v"))
+    if not quoted and m.group("sep")[:1] in "\"'":  # "apiKey": 12345678}: a literal ends at ,}]
+        end = start + len(text[start:end].rstrip(",}]"))
     value = text[start:end]
     if kind == "password":
         # PWD=/home/me is the shell's working directory, not a password.
         if not value or (m.group("kw").lower() == "pwd" and value.startswith(("/", "~"))):
             return
     else:
-        if len(value) < 8 or any(c.isspace() for c in value):
+        # An env line (GITHUB_TOKEN=..., APP_SECRET=...) names a secret for sure: 6 will do.
+        env = m.group("sep") == "=" and text[m.start("kw") : m.end("kw")].isupper()
+        if len(value) < (6 if env else 8) or any(c.isspace() for c in value):
             return
         # "API_KEY: abcdefgh" in prose may be a word; a key has digits, capitals or symbols.
         if not quoted and "=" not in m.group("sep") and value.isalpha() and value.islower():
@@ -398,12 +432,14 @@ def _accept_assignment(finds: list[_Find], text: str, m: re.Match[str]) -> None:
     finds.append((start, end, kind))
 
 
+# (With no value on its line, the value may stand alone on the next one: "password:\n  X".)
 _ASSIGNMENT = _word_rule(
     ("key", "secret", "token", "credential", "pass", "pwd"),
     r"(?P<kw>key|secret|token|credentials?|pass(?:word|wd|code|phrase)|pwd)"
-    r"(?P<sep>[\"'`]?[ \t]*(?:=>|:=|[=:：])|[ \t]+is[ \t]*:)[ \t]*" + _VALUE,
+    r"(?P<sep>[\"'`]?[ \t]*(?:=>|:=|[=:：])|[ \t]+is[ \t]*:)[ \t]*(?P<nl>\r?\n[ \t]*)?" + _VALUE,
     _accept_assignment,
 )
+_ALONE = re.compile(r"[ \t]*(?:\r?\n|\Z)")
 
 # Common words after "my password is" that make it prose, not a password.
 _EN_STOPWORD_LIST = """

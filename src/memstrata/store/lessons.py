@@ -19,6 +19,7 @@ stored twice.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections.abc import Iterable
@@ -120,7 +121,12 @@ def _shorten(text: str, limit: int = _MAX_FIELD) -> str:
 def describe_args(args: Any) -> str:
     """Tool arguments as one line (JSON when they are JSON-like), not shortened:
     redact it first, then ``tool_failure_lesson`` shortens it (a secret cut in
-    half would no longer be recognised)."""
+    half would no longer be recognised). Arguments given as a JSON string (as
+    OpenAI-style tool calls carry them) are rendered as the JSON they hold, so
+    that the redactor sees their keys."""
+    if isinstance(args, str) and args.lstrip()[:1] in ("{", "["):
+        with contextlib.suppress(ValueError, RecursionError):
+            args = json.loads(args)
     try:
         rendered = json.dumps(args, ensure_ascii=False, sort_keys=True, default=str)
     except (TypeError, ValueError):
