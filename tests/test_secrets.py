@@ -499,19 +499,9 @@ def test_every_kind_found_leaves_one_marker(text: str) -> None:
         "4111 " * 20_000,
     ],
 )
-def test_hostile_input_is_handled_in_linear_time(text: str) -> None:
+def test_hostile_input_does_not_hang(text: str) -> None:
+    # A hang guard, not a speed test (speed is measured in bench/): catastrophic
+    # backtracking on 100k characters takes hours; linear work takes milliseconds.
     started = time.perf_counter()
     redact(text)
-    assert time.perf_counter() - started < 1.0
-
-
-def test_an_ordinary_message_is_fast() -> None:
-    # Generous bound (about 2.5 us per call here): catches a pathological regression only.
-    text = (
-        "Let's move the weekly sync to Thursday at 3pm; Aziza will send the agenda and "
-        "I'll book the room on the second floor. Also remind me to review the Q3 budget."
-    )
-    started = time.perf_counter()
-    for _ in range(1000):
-        redact(text)
-    assert (time.perf_counter() - started) / 1000 < 200e-6
+    assert time.perf_counter() - started < 60.0
