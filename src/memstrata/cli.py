@@ -209,7 +209,7 @@ def supersede(
 @click.argument("item_id", metavar="ID")
 @json_option
 def delete(workspace: str | None, group: str | None, item_id: str, as_json: bool) -> None:
-    """Forget the item with this ID for good."""
+    """Forget the item with this ID (restorable: see `memstrata forgotten`)."""
     with open_memory(workspace, group) as memory:
         item = memory.forget(item_id)
     if as_json:
