@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: check lint types test fmt bench crash-campaign
+.PHONY: check lint types test fmt bench crash-campaign reliability
 
 check: $(VENV)/.installed lint types test
 
@@ -33,3 +33,6 @@ bench: $(VENV)/.installed
 
 crash-campaign: $(VENV)/.installed
 	$(PY) bench/crash_campaign.py --rounds 1000 --json bench/results/crash_campaign.json
+
+reliability: $(VENV)/.installed
+	$(PY) bench/reliability.py --json bench/results/reliability.json
