@@ -1,10 +1,7 @@
 """Short versions of the reliability campaign (issue #13): every class of attack,
 a few rounds each. ``bench/reliability.py`` runs the same attacks (from
 ``tests/attacks/``) at full length and prints the table.
-
-Failures found by the campaign that are being fixed elsewhere, or that are
-reported and not fixed here, are ``xfail`` with the reason (not strict: a fix
-turns them into XPASS); everything else must hold.
+Every class must hold: nothing lost, nothing leaked, no raw exception.
 """
 
 from __future__ import annotations
@@ -18,10 +15,6 @@ from attacks import damage, editor, kills, leaks, mixes, paths, storage
 from attacks.common import Attack
 
 SEED = random.randrange(2**32)  # each attack reports its seed in failures
-
-JSON_REDACTION = "secrets inside JSON strings are not redacted (being fixed on another branch)"
-SURROGATES = "a lone surrogate in a name raises UnicodeEncodeError (being fixed on another branch)"
-SQLITE = "the search index raises raw sqlite3 errors under concurrency (being fixed elsewhere)"
 
 
 def assert_held(attack: Attack) -> None:
@@ -43,8 +36,22 @@ def problems_of(attack: Attack, label: str) -> list[str]:
 # -- 1. SIGKILL during every kind of write ---------------------------------------------
 
 
+# Found by the campaign and not fixed yet (lost stays 0, it is the numbering):
+# after a kill inside record_turn the next turns' seqs can skip or repeat one.
+_SEQ = "after a SIGKILL inside record_turn, transcript seqs can skip or repeat one (open)"
+
+
+def _kind_params() -> list[object]:
+    return [
+        pytest.param(k, marks=[pytest.mark.xfail(reason=_SEQ, strict=False)])
+        if k == "record_turn"
+        else k
+        for k in kills.KINDS
+    ]
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("kind", kills.KINDS)
+@pytest.mark.parametrize("kind", _kind_params())
 def test_sigkill_during_every_kind_of_write_loses_nothing(tmp_path: Path, kind: str) -> None:
     attack = kills.run_kind(tmp_path / "ws", kind, 3, SEED, minilm=False)
     assert_held(attack)
@@ -74,7 +81,6 @@ def test_processes_and_threads_at_once_lose_and_duplicate_nothing(
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(reason=SQLITE, strict=False)
 @pytest.mark.parametrize("name", list(mixes.ROUNDS))
 def test_searches_at_once_raise_nothing(mixed: dict[str, Attack], name: str) -> None:
     assert_held(mixed[name])
@@ -93,17 +99,12 @@ def test_in_place_editor_saves_lose_no_fact_and_no_hand_line(tmp_path: Path) -> 
 # -- 4. damaged files -----------------------------------------------------------------------
 
 _SPAWNS = ("journal/", "memstrata.toml/")
-_BROKEN_DAMAGE = {
-    "memstrata.toml/invalid UTF-8": "load_settings lets UnicodeDecodeError out (reported)",
-}
 
 
 def _damage_params() -> list[object]:
     params = []
     for name in damage.DAMAGES:
         marks = [pytest.mark.slow] if name.startswith(_SPAWNS) else []
-        if name in _BROKEN_DAMAGE:
-            marks.append(pytest.mark.xfail(reason=_BROKEN_DAMAGE[name], strict=False))
         params.append(pytest.param(name, marks=marks, id=name))
     return params
 
@@ -118,11 +119,6 @@ def test_a_damaged_file_loses_nothing_and_raises_nothing_raw(tmp_path: Path, nam
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    reason="Journal.append ignores a short write on a full disk (an acknowledged fact is "
-    "lost), and search lets sqlite3 'disk is full' errors out (reported)",
-    strict=False,
-)
 def test_a_full_disk_loses_nothing_acknowledged(tmp_path: Path) -> None:
     [attack] = storage.run_disk_full(tmp_path, 0.5, SEED, lambda _: None)
     if attack.skipped:
@@ -139,20 +135,7 @@ def read_only(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Attack]:
     return {attack.name.split("/")[1]: attack for attack in attacks}
 
 
-_RO_KNOWN = {
-    # variant: the tries known to fail, and why
-    "read_only=True": {
-        "read: tool memory_get MEMORY.md": "memory_get flushes first (reported)",
-        "nothing on disk changed": "search writes the index (being fixed elsewhere)",
-    },
-    "bind mount": {
-        "read: tool memory_get MEMORY.md": "memory_get flushes first (reported)",
-        "read: search": "search on a read-only index (being fixed elsewhere)",
-        "read: index_status": "search on a read-only index (being fixed elsewhere)",
-        "read: tool memory_search": "search on a read-only index (being fixed elsewhere)",
-        "read: tool memory_status": "search on a read-only index (being fixed elsewhere)",
-    },
-}
+_RO_VARIANTS = ["read_only=True", "bind mount"]
 
 
 def _failed_tries(attack: Attack) -> set[str]:
@@ -160,7 +143,7 @@ def _failed_tries(attack: Attack) -> set[str]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("variant", list(_RO_KNOWN))
+@pytest.mark.parametrize("variant", _RO_VARIANTS)
 def test_a_read_only_workspace_reads_refuses_writes_and_changes_nothing(
     read_only: dict[str, Attack], variant: str
 ) -> None:
@@ -168,13 +151,11 @@ def test_a_read_only_workspace_reads_refuses_writes_and_changes_nothing(
     if attack.skipped:
         pytest.skip(attack.skipped)
     assert attack.tries > 40
-    unexpected = _failed_tries(attack) - _RO_KNOWN[variant].keys()
-    assert not unexpected, [f for f in attack.failures if f["try"] in unexpected]
+    assert not _failed_tries(attack), attack.failures
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(reason="; ".join(sorted(set(_RO_KNOWN["bind mount"].values()))), strict=False)
-@pytest.mark.parametrize("variant", list(_RO_KNOWN))
+@pytest.mark.parametrize("variant", _RO_VARIANTS)
 def test_a_read_only_workspace_serves_every_read(
     read_only: dict[str, Attack], variant: str
 ) -> None:
@@ -202,10 +183,9 @@ def test_hostile_paths_leak_nothing_and_are_refused(hostile: Attack) -> None:
 
 def test_hostile_paths_raise_nothing_raw(hostile: Attack) -> None:
     raw = [f for f in hostile.failures if any("raw exception" in p for p in f["problems"])]
-    assert [f for f in raw if "surrogates not allowed" not in str(f)] == []
+    assert raw == []
 
 
-@pytest.mark.xfail(reason=SURROGATES, strict=False)
 def test_hostile_names_with_lone_surrogates_raise_nothing_raw(hostile: Attack) -> None:
     assert hostile.errors == 0, hostile.failures
 
@@ -219,28 +199,8 @@ def secrets(tmp_path_factory: pytest.TempPathFactory) -> Attack:
     return attack
 
 
-_JSON_CHANNELS = {
-    "record_turn tool args dict",
-    "record_turn tool args JSON string",
-    "record_turn tool result text",
-    "record_turn tool result JSON",
-    "record_turn tool result JSON string",
-    "record_turn meta",
-    "record_tool_failure args",
-    "record_tool_failure args JSON string",
-}
-_OTHER_CHANNELS = {
-    "edit_file": "edit_file redacts line by line: a PEM key's body lines stay (reported)",
-}
-
-
-def _channel_params() -> list[object]:
-    params = []
-    for channel in [*leaks.CHANNELS, "hand edit of MEMORY.md"]:
-        reason = JSON_REDACTION if channel in _JSON_CHANNELS else _OTHER_CHANNELS.get(channel)
-        marks = [pytest.mark.xfail(reason=reason, strict=False)] if reason else []
-        params.append(pytest.param(channel, marks=marks, id=channel))
-    return params
+def _channel_params() -> list[str]:
+    return [*leaks.CHANNELS, "hand edit of MEMORY.md"]
 
 
 def test_the_secret_scan_sees_what_is_written(secrets: Attack) -> None:

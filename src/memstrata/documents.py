@@ -160,13 +160,21 @@ def _new_text(new: object, relative: str) -> str:
 
 
 def _redact_changed(old: str, new: str) -> str:
-    """``new`` with the lines that are not lines of ``old`` redacted."""
+    """``new`` with the lines that are not lines of ``old`` redacted, each run of
+    such lines as one text (a secret may span lines: a private key's block)."""
     kept = set(old.splitlines())
-    lines = new.splitlines(keepends=True)
-    out = []
-    for line in lines:
-        body = line.rstrip("\r\n")
-        out.append(line if body in kept else redact(body).text + line[len(body) :])
+    out: list[str] = []
+    run: list[str] = []
+    for line in new.splitlines(keepends=True):
+        if line.rstrip("\r\n") in kept:
+            if run:
+                out.append(redact("".join(run)).text)
+                run = []
+            out.append(line)
+        else:
+            run.append(line)
+    if run:
+        out.append(redact("".join(run)).text)
     return "".join(out)
 
 

@@ -37,6 +37,8 @@ Invariants:
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
 import threading
@@ -247,7 +249,7 @@ class Journal:
             assert self._fd is not None, "journal is not open"
             data = {"lsn": self.last_lsn + 1, "op": op, "ts": now().isoformat(), **payload}
             line = encode(data)
-            os.write(self._fd, line)
+            self._write_all(line)
             self._offset += len(line)
             self.last_lsn += 1
             record = Record(lsn=data["lsn"], op=op, data=data)
@@ -257,6 +259,23 @@ class Journal:
             else:
                 self._pending()
             return record
+
+    def _write_all(self, line: bytes) -> None:
+        """Write the whole line or nothing: a short write (a full disk) is cut off
+        again and raised, so a record is never acknowledged half written."""
+        assert self._fd is not None
+        written = 0
+        try:
+            while written < len(line):
+                count = os.write(self._fd, line[written:])
+                if count == 0:
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self.path))
+                written += count
+        except OSError:
+            if written:
+                with contextlib.suppress(OSError):
+                    os.ftruncate(self._fd, self._offset)
+            raise
 
     def _pending(self) -> None:
         commit = self._commit

@@ -164,7 +164,7 @@ def _get(memory: Memory, args: Mapping[str, Any]) -> Any:
     if not isinstance(requested, str):
         raise _Bad("path must be a string")
     path = resolve(memory.workspace.path, requested, write=False)
-    if path == memory.workspace.memory_md.resolve():
+    if path == memory.workspace.memory_md.resolve() and not memory.read_only:
         memory.flush()  # what was just written is in it (a no-op when nothing is pending)
     first = _int(args.get("from_line", 1), "from_line", 1, 10**9)
     count = _int(args.get("lines", MAX_LINES), "lines", 1, MAX_LINES)

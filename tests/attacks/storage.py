@@ -165,7 +165,14 @@ def _check_written(ws: Path, written: Written, attempt: Try) -> None:
 
 def disk_full_round(disk: Path, number: int, rng: Random, attempt: Try) -> Written:
     ws = disk / f"ws-{number}"
-    memory = Memory.open(ws, embedder="none", checkpoint_every_updates=rng.choice([5, 40, 1000]))
+    try:
+        memory = Memory.open(
+            ws, embedder="none", checkpoint_every_updates=rng.choice([5, 40, 1000])
+        )
+    except StorageError:  # the disk was full before the round began: refused, in one line
+        attempt.attack.counts["open_refused"] += 1
+        shutil.rmtree(ws, ignore_errors=True)
+        return Written()
     ballast = _ballast(disk, rng.randrange(30_000, 400_000))
     try:
         written = _write_until_full(memory, rng, attempt)
