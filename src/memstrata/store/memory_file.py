@@ -84,11 +84,14 @@ class MemoryFile:
             before = os.fstat(old) if old is not None else None
             if not self._still_known(before):
                 return Replaced(False)
+            # Fingerprinted before the switch: an editor truncating the file the
+            # instant after must not be taken for this rendering.
+            staged = Fingerprint.of(temp, data)
             displaced = self._switch(temp, before)
             if displaced is False:
                 return Replaced(False)
             fsync_dir(self.path.parent)
-            self.known = Fingerprint.of(self.path, data)
+            self.known = staged
             self.history.add(data)
             if isinstance(displaced, bytes):  # a save renamed in after the check
                 return Replaced(True, displaced)
