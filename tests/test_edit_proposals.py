@@ -28,6 +28,18 @@ def _seed(ws: Path, n: int = 35) -> list[str]:
         return [memory.remember(f"fact number {i} about topic {i * 7}").id for i in range(n)]
 
 
+def _assert_all_kept(memory: Memory, ws: Path, written: list[str], hand: list[str]) -> None:
+    """After an editor race: let the last save settle, close, and find every
+    agent fact and every hand line after a reopen."""
+    time.sleep(0.6)
+    memory.flush()
+    memory.close()
+    with Memory.open(ws, embedder="none") as reopened:
+        items = reopened.list()
+        assert set(written) <= {item.id for item in items}
+        assert set(hand) <= {item.text for item in items}
+
+
 def _live_ids(ws: Path) -> set[str]:
     with Memory.open(ws, embedder="none") as memory:
         return {item.id for item in memory.list()}
@@ -253,13 +265,7 @@ def test_an_editor_saving_in_place_while_the_agent_writes_loses_nothing(ws: Path
             memory.flush()
         time.sleep(0.01)
     thread.join()
-    time.sleep(0.6)
-    memory.flush()
-    memory.close()
-    with Memory.open(ws, embedder="none") as reopened:
-        items = reopened.list()
-        assert set(written) <= {item.id for item in items}
-        assert set(hand_lines) <= {item.text for item in items}
+    _assert_all_kept(memory, ws, written, hand_lines)
 
 
 def test_the_cli_lists_forgotten_facts_restores_them_and_accepts_an_edit(ws: Path) -> None:
@@ -346,10 +352,4 @@ def test_editor_saves_by_rename_while_threads_write_lose_nothing(ws: Path) -> No
         thread.start()
     for thread in threads:
         thread.join()
-    time.sleep(0.6)
-    memory.flush()
-    memory.close()
-    with Memory.open(ws, embedder="none") as reopened:
-        items = reopened.list()
-        assert set(written) <= {item.id for item in items}
-        assert set(hand) <= {item.text for item in items}
+    _assert_all_kept(memory, ws, written, hand)
