@@ -164,6 +164,54 @@ def test_opening_while_another_process_holds_the_file_never_deletes_it(
     index.close()
 
 
+class _BusyAtOnce(sqlite3.Connection):
+    """A connection whose first switches to WAL fail busy at once, without the
+    busy handler, as SQLite does while another process closes or recovers the
+    file's WAL (seen in the 4-process mix: a search failed opening the index)."""
+
+    failures = 0
+
+    def execute(self, sql: str, *args: Any) -> sqlite3.Cursor:  # type: ignore[override]
+        if sql.startswith("PRAGMA journal_mode") and _BusyAtOnce.failures:
+            _BusyAtOnce.failures -= 1
+            error = sqlite3.OperationalError("database is locked")
+            error.sqlite_errorcode = sqlite3.SQLITE_BUSY  # type: ignore[attr-defined]
+            raise error
+        return super().execute(sql, *args)
+
+
+@pytest.mark.parametrize("fresh", [True, False])
+def test_an_immediate_busy_while_opening_is_waited_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fresh: bool
+) -> None:
+    path = tmp_path / "index.sqlite"
+    if not fresh:
+        filled(path).close()
+    connect = sqlite3.connect
+    monkeypatch.setattr(sqlite3, "connect", lambda *a, **kw: connect(*a, factory=_BusyAtOnce, **kw))
+    _BusyAtOnce.failures = 3
+    index = Index(path)
+    assert _BusyAtOnce.failures == 0
+    assert index.rebuilt is fresh  # the retry keeps what opening found
+    assert len(index.chunks) == (0 if fresh else 3)
+    index.close()
+
+
+def test_a_busy_that_lasts_is_a_conflict_not_a_rebuild(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(index_sqlite, "BUSY_SECONDS", 0.05, raising=False)
+    path = tmp_path / "index.sqlite"
+    filled(path).close()
+    connect = sqlite3.connect
+    monkeypatch.setattr(sqlite3, "connect", lambda *a, **kw: connect(*a, factory=_BusyAtOnce, **kw))
+    _BusyAtOnce.failures = 10**6
+    with pytest.raises(Conflict, match="busy"):
+        Index(path)
+    _BusyAtOnce.failures = 0
+    assert len(Index(path).chunks) == 3  # still there: never deleted
+
+
 def test_an_index_damaged_while_open_is_rebuilt_by_the_next_search(ws: Path) -> None:
     with Memory.open(ws, embedder="hash") as memory:
         memory.remember("the harbour lanterns are blue")

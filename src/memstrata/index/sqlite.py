@@ -42,7 +42,7 @@ from ..files import storage_errors
 from .chunks import Chunk
 from .mirror import FileState, Mirror
 from .schema import CHUNK_COLUMNS, MIGRATIONS, NewerSchema, last_change, migrate, row_chunk
-from .sqlerrors import BUSY_SECONDS, IndexCorrupt, mapped
+from .sqlerrors import BUSY_SECONDS, IndexCorrupt, mapped, while_busy
 
 __all__ = ["MIGRATIONS", "FileState", "Index", "IndexCorrupt", "Stale"]
 
@@ -96,8 +96,9 @@ class Index(Mirror):
             return self._open_copy()
         with storage_errors("create the index folder"):
             self.path.parent.mkdir(parents=True, exist_ok=True)
+        fresh = not self.path.exists()
         try:
-            return self._open()
+            return while_busy(lambda: self._open(fresh), seconds=BUSY_SECONDS)
         except NewerSchema:
             pass
         except sqlite3.Error as exc:
@@ -107,14 +108,13 @@ class Index(Mirror):
         self._discard()
         self.rebuilt = True
         try:
-            return self._open()
+            return while_busy(lambda: self._open(True), seconds=BUSY_SECONDS)
         except NewerSchema as exc:  # a newer memstrata made it again meanwhile
             raise IndexCorrupt(f"the search index {self.path}: {exc}") from exc
         except sqlite3.Error as exc:
             raise mapped(exc, self.path, "create the search index") from exc
 
-    def _open(self) -> sqlite3.Connection:
-        fresh = not self.path.exists()
+    def _open(self, fresh: bool) -> sqlite3.Connection:
         db = sqlite3.connect(
             self.path, timeout=BUSY_SECONDS, isolation_level=None, check_same_thread=False
         )
