@@ -330,6 +330,41 @@ def test_compaction_keeps_the_metadata_and_the_last_n_turns_exactly(memory: Memo
     assert (info.turns, info.last_seq, info.archived) == (1, 11, 10)
 
 
+def test_seqs_go_on_after_a_compaction_that_archived_every_turn(ws: Path) -> None:
+    with Memory.open(ws) as memory:
+        for n in range(3):
+            memory.record_turn(SESSION, user=f"u{n}", assistant="a")
+        assert memory.compact_transcript(SESSION, keep=0).archived == 3
+        [info] = memory.sessions()
+        assert (info.turns, info.last_seq) == (0, 3)
+        assert memory.record_turn(SESSION, user="u3", assistant="a").seq == 4
+        memory.compact_transcript(SESSION, keep=0)
+    with Memory.open(ws) as memory:  # a process that never saw the transcript
+        assert memory.record_turn(SESSION, user="u4", assistant="a").seq == 5
+        seqs = [t.seq for t in memory.turns(SESSION, archived=True)]
+    assert seqs == [1, 2, 3, 4, 5]
+
+
+def test_a_compaction_killed_before_its_rewrite_shows_each_turn_once(ws: Path) -> None:
+    """The archive is appended before the transcript is rewritten: a kill in
+    between leaves turns in both, each read once; the next compaction ends it."""
+    with Memory.open(ws) as memory:
+        for n in range(6):
+            memory.record_turn(SESSION, user=f"u{n}", assistant="a")
+    path = transcript(ws)
+    archive = path.parent / "archive" / path.name
+    archive.parent.mkdir()
+    archive.write_bytes(b"".join(path.read_bytes().splitlines(keepends=True)[:4]))
+    with Memory.open(ws) as memory:
+        assert [t.seq for t in memory.turns(SESSION)] == [1, 2, 3, 4, 5, 6]
+        assert [t.seq for t in memory.turns(SESSION, archived=True)] == [1, 2, 3, 4, 5, 6]
+        assert memory.record_turn(SESSION, user="u6", assistant="a").seq == 7
+        memory.compact_transcript(SESSION, keep=2)
+        assert [t.seq for t in memory.turns(SESSION, archived=True)] == list(range(1, 8))
+        assert [t.seq for t in memory.turns(SESSION)] == [6, 7]
+    assert [r["seq"] for r in records(archive)] == [1, 2, 3, 4, 5]  # none twice
+
+
 def test_a_transcript_past_its_limit_is_compacted_after_the_turn(ws: Path) -> None:
     with Memory.open(ws, session_max_turns=5, session_keep_turns=2) as memory:
         for n in range(6):

@@ -61,13 +61,21 @@ def session_list(workspace: str | None, group: str | None, as_json: bool) -> Non
 @workspace_options
 @click.argument("session")
 @click.option("--last", "-n", type=click.IntRange(min=0), default=None, help="Only the last N.")
+@click.option(
+    "--archived", is_flag=True, help="Also the turns compactions moved to sessions/archive/."
+)
 @json_option
 def session_show(
-    workspace: str | None, group: str | None, session: str, last: int | None, as_json: bool
+    workspace: str | None,
+    group: str | None,
+    session: str,
+    last: int | None,
+    archived: bool,
+    as_json: bool,
 ) -> None:
     """The turns of SESSION, oldest first."""
     with open_memory(workspace, group) as memory:
-        turns = memory.turns(session, last=last)
+        turns = memory.turns(session, last=last, archived=archived)
     if as_json:
         print_json([turn.to_dict() for turn in turns])
         return

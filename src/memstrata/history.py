@@ -315,9 +315,22 @@ def last_seq(workspace: Workspace, session: str, quarantine: Quarantine) -> int:
     if record is None:
         return 0
     seq = record.get("seq")
-    if isinstance(seq, int) and not isinstance(seq, bool):
+    if record.get("kind") != "meta" and isinstance(seq, int) and not isinstance(seq, bool):
         return seq
-    return max((turn.seq for turn in read_turns(workspace, session)), default=0)
+    # A transcript whose turns were all archived ends in its metadata record:
+    # the seqs go on from the last archived one, never from 1 again.
+    turns = read_turns(workspace, session)
+    return max([archived_seq(read_meta_at(path)), *(turn.seq for turn in turns)])
+
+
+def archived_seq(meta: Mapping[str, Any]) -> int:
+    """The last seq the compactions noted in ``meta`` moved to the archive (0: none)."""
+    last = 0
+    for entry in meta.get("compactions", ()):
+        span = entry.get("seq_range") if isinstance(entry, Mapping) else None
+        if isinstance(span, list) and len(span) == 2 and type(span[1]) is int:
+            last = max(last, span[1])
+    return last
 
 
 def append_turn(workspace: Workspace, turn: Turn) -> tuple[Path, Path]:
@@ -349,10 +362,20 @@ def _read_records(path: Path) -> list[dict[str, Any]]:
     return records
 
 
-def read_turns(workspace: Workspace, session: str) -> list[Turn]:
+def read_turns(workspace: Workspace, session: str, *, archived: bool = False) -> list[Turn]:
     """The session's turns in order (records that are no valid turn are skipped:
-    ``upgrade`` at open moves them aside)."""
-    return read_turns_at(transcript_path(workspace, session))
+    ``upgrade`` at open moves them aside); ``archived``: with the turns earlier
+    compactions moved to the archive, first.
+
+    A compaction appends to the archive before it rewrites the transcript, so
+    one that was killed in between leaves turns in both (the next compaction
+    finishes it); each turn is counted once, by its id."""
+    turns = read_turns_at(transcript_path(workspace, session))
+    if not archived:
+        return turns
+    ids = {turn.id for turn in turns}
+    older = [t for t in read_turns_at(archive_path(workspace, session)) if t.id not in ids]
+    return sorted(older, key=lambda turn: turn.seq) + turns
 
 
 def read_turns_at(path: Path) -> list[Turn]:
@@ -466,7 +489,7 @@ def list_sessions(workspace: Workspace) -> list[SessionInfo]:
                 session=session,
                 path=_relative(workspace, path),
                 turns=len(turns),
-                last_seq=max((t.seq for t in turns), default=0),
+                last_seq=max([archived_seq(meta), *(t.seq for t in turns)]),
                 first_at=turns[0].created_at if turns else None,
                 last_at=turns[-1].created_at if turns else None,
                 size=path.stat().st_size,

@@ -162,16 +162,19 @@ class Transcripts(Engine):
         self._check_open()
         return history.list_sessions(self.workspace)
 
-    def turns(self, session: str, *, last: int | None = None) -> builtins.list[Turn]:
-        """The session's turns in order (``last``: only the last N); ``NotFound``
-        for a session without a transcript."""
+    def turns(
+        self, session: str, *, last: int | None = None, archived: bool = False
+    ) -> builtins.list[Turn]:
+        """The session's turns in order (``last``: only the last N; ``archived``:
+        with the ones compactions moved to ``sessions/archive/``, each once);
+        ``NotFound`` for a session without a transcript."""
         if last is not None and (isinstance(last, bool) or not isinstance(last, int) or last < 0):
             raise InvalidInput(f"last must be a whole number >= 0, not {last!r}")
         name = _session(session)
         self._check_open()
         if not history.transcript_path(self.workspace, name).exists():
             raise NotFound(f"no transcript for session {name!r}")
-        found = history.read_turns(self.workspace, name)
+        found = history.read_turns(self.workspace, name, archived=archived)
         return found[-last:] if last else ([] if last == 0 else found)
 
     def audit(self, session: str) -> builtins.list[dict[str, Any]]:

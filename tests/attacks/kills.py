@@ -23,7 +23,7 @@ from random import Random
 from typing import Any
 
 from memstrata import Memory
-from memstrata.history import archive_path, read_turns_at, transcript_path
+from memstrata.history import archive_path, read_turns, read_turns_at
 
 from .common import (
     CHILD_EPILOGUE,
@@ -335,9 +335,10 @@ def _check_turns(ws: Path, expected: Expected, attempt: Try) -> None:
     from memstrata.workspace import Workspace
 
     workspace = Workspace.locate(ws)
-    turns = read_turns_at(archive_path(workspace, "kill")) + read_turns_at(
-        transcript_path(workspace, "kill")
-    )
+    turns = read_turns(workspace, "kill", archived=True)
+    ids = [turn.id for turn in read_turns_at(archive_path(workspace, "kill"))]
+    if len(set(ids)) < len(ids):
+        attempt.fail("duplicated", f"{len(ids) - len(set(ids))} turn(s) archived twice")
     said = {turn.text_of("user"): turn for turn in turns}
     missing = sorted(t for t in expected.turns if t not in said)
     attempt.lose(len(missing), f"acknowledged turns {missing[:3]}")
@@ -346,7 +347,12 @@ def _check_turns(ws: Path, expected: Expected, attempt: Try) -> None:
         attempt.fail("changed", f"{len(moved)} turn(s) changed seq: {moved[:3]}")
     seqs = sorted(turn.seq for turn in turns)
     if seqs != list(range(1, len(seqs) + 1)):
-        attempt.fail("seq", f"seqs are not 1..{len(seqs)} without gaps or repeats")
+        repeats = sorted(seq for seq, n in Counter(seqs).items() if n > 1)
+        gaps = sorted(set(range(1, max(seqs) + 1)) - set(seqs))
+        attempt.fail(
+            "seq",
+            f"seqs are not 1..{len(seqs)}: repeated {repeats[:5]}, missing {gaps[:5]}",
+        )
     for text in expected.turns:
         turn = said.get(text)
         if turn is None:
