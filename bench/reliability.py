@@ -21,8 +21,8 @@ them: ``tests/test_reliability.py``). Prints progress on stderr, then a table
 ``attack | tries | passed | lost | leaked | raw``; ``--json`` writes one
 object per attack with the failures (what was lost or leaked, and the seed of
 the try). Exits 1 if anything was lost or leaked, raised a raw (non-memstrata)
-exception, or any other try failed. The note column names failures that belong
-to issues being fixed elsewhere.
+exception, or any other try failed. The note column says why a class was
+skipped and counts what else was seen (refusals and the like).
 
 ``--seed N`` runs every try again with the same random choices (what a SIGKILL,
 a thread or an editor meets still depends on timing); ``--only`` picks classes.
@@ -48,31 +48,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from attacks import CLASSES, Attack, run_class  # noqa: E402
 from benchutil import machine  # noqa: E402
-
-# Failures that belong to issues being fixed on other branches: (what a problem
-# or a try says, the note the table shows).
-_SQLITE = "sqlite3 transaction errors from the search index: being fixed elsewhere"
-KNOWN = (
-    ("within a transaction", _SQLITE),
-    ("FOREIGN KEY constraint", _SQLITE),
-    ("no such table", _SQLITE),
-    ("no transaction is active", _SQLITE),
-    ("Read-only file system", "search on a read-only index: being fixed elsewhere"),
-    ("surrogates not allowed", "lone surrogates raise UnicodeEncodeError: being fixed elsewhere"),
-    ("via record_turn tool", "secrets in JSON strings: being fixed elsewhere"),
-    ("via record_turn meta", "secrets in JSON strings: being fixed elsewhere"),
-    ("via record_tool_failure args", "secrets in JSON strings: being fixed elsewhere"),
-)
-
-
-def known_notes(attack: Attack) -> None:
-    """Name the issues being fixed elsewhere that explain some of ``attack``'s failures."""
-    notes = []
-    for failure in attack.failures:
-        text = f"{failure['try']} {failure['problems']}"
-        notes += [note for pattern, note in KNOWN if pattern in text and note not in notes]
-    if notes:
-        attack.note = "; ".join(notes)
 
 
 def say(message: str) -> None:
@@ -130,8 +105,6 @@ def campaign(args: argparse.Namespace, base: Path) -> list[Attack]:
     for name in args.classes:
         say(f"class {name} (seed {args.seed}, scale {args.rounds_scale})")
         attacks += run_class(name, base, args.rounds_scale, args.seed, say)
-    for attack in attacks:
-        known_notes(attack)
     return attacks
 
 

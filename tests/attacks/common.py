@@ -172,8 +172,10 @@ class Try:
         if not self.problems:
             self.attack.passed += 1
         elif len(self.attack.failures) < MAX_FAILURES:
+            # What was lost or leaked first: it must never be cut off.
+            shown = sorted(self.problems, key=lambda p: not p.startswith(("lost", "leaked")))
             self.attack.failures.append(
-                {"try": self.label, "seed": self.seed, "problems": self.problems[:MAX_PROBLEMS]}
+                {"try": self.label, "seed": self.seed, "problems": shown[:MAX_PROBLEMS]}
             )
         else:
             self.attack.counts["failures_not_shown"] += 1

@@ -284,9 +284,11 @@ def exercise(ws: Path, attempt: Try) -> None:
     items = attempt.call("list", memory.list) or []
     if items:
         attempt.call("get", lambda: memory.get(items[0].id))
+    hits = attempt.call("search", lambda: memory.search("seeded fact"))
+    if hits == []:
+        attempt.fail("search_empty", "search finds no seeded fact after the damage")
     for where, call in (
         ("status", memory.status),
-        ("search", lambda: memory.search("seeded fact")),
         ("build_context", lambda: memory.build_context("what about topic 7?", budget_tokens=400)),
         ("turns", lambda: memory.turns("s1")),
         ("forgotten", memory.forgotten),

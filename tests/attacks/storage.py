@@ -146,9 +146,10 @@ def _check_written(ws: Path, written: Written, attempt: Try) -> None:
     with Memory.open(ws, embedder="none") as memory:
         live = {item.id: item.text for item in memory.list()}
         said = {t.text_of("user") for t in memory.turns("full")} if written.turns else set()
-        memory.remember("written after space was freed")
-        memory.flush()
-        if not memory.search("written after space was freed"):
+        attempt.call("remember after", lambda: memory.remember("written after space was freed"))
+        attempt.call("flush after", memory.flush)
+        hits = attempt.call("search after", lambda: memory.search("written after space was freed"))
+        if hits == []:
             attempt.fail("stale_index", "search does not find the fact written after")
     missing = [t for k, t in written.facts.items() if live.get(k) != t]
     attempt.lose(len(missing), f"facts {[t[:40] for t in missing[:3]]}")
@@ -166,25 +167,26 @@ def _check_written(ws: Path, written: Written, attempt: Try) -> None:
 def disk_full_round(disk: Path, number: int, rng: Random, attempt: Try) -> Written:
     ws = disk / f"ws-{number}"
     try:
-        memory = Memory.open(
-            ws, embedder="none", checkpoint_every_updates=rng.choice([5, 40, 1000])
-        )
-    except StorageError:  # the disk was full before the round began: refused, in one line
-        attempt.attack.counts["open_refused"] += 1
-        shutil.rmtree(ws, ignore_errors=True)
-        return Written()
-    ballast = _ballast(disk, rng.randrange(30_000, 400_000))
-    try:
-        written = _write_until_full(memory, rng, attempt)
-    finally:
         try:
-            memory.close()
-        except StorageError:
-            attempt.attack.counts["close_refused"] += 1
+            memory = Memory.open(
+                ws, embedder="none", checkpoint_every_updates=rng.choice([5, 40, 1000])
+            )
+        except StorageError:  # the disk was full before the round began: refused, in one line
+            attempt.attack.counts["open_refused"] += 1
+            return Written()
+        ballast = _ballast(disk, rng.randrange(30_000, 400_000))
+        try:
+            written = _write_until_full(memory, rng, attempt)
         finally:
-            ballast.unlink()
-    _check_written(ws, written, attempt)
-    shutil.rmtree(ws)
+            try:
+                memory.close()
+            except StorageError:
+                attempt.attack.counts["close_refused"] += 1
+            finally:
+                ballast.unlink()
+        _check_written(ws, written, attempt)
+    finally:
+        shutil.rmtree(ws, ignore_errors=True)  # the next round needs the space
     return written
 
 
