@@ -36,6 +36,17 @@ def test_a_new_line_without_id_becomes_a_user_fact(ws: Path) -> None:
     assert f"- I like short answers ^{added.id}" in (ws / "MEMORY.md").read_text()
 
 
+def test_control_characters_typed_by_hand_are_spaces_as_in_remember(ws: Path) -> None:
+    _seed(ws)
+    _edit(ws, "## Preferences\n", "## Preferences\n- I like\x07tea\x1b[31m hot\u2028now\n")
+    with Memory.open(ws) as memory:
+        typed = {i.text for i in memory.list()} - {"My name is Bobur", "I like green tea"}
+        assert typed - {"Use PostgreSQL for billing"} == {"I like tea [31m hot now"}
+        assert memory.remember("I like\x07tea\x1b[31m hot\u2028now").text in typed
+        assert len(memory.list()) == 4  # the same fact: not stored twice
+    assert "\x07" not in (ws / "MEMORY.md").read_text()
+
+
 def test_changed_text_keeps_the_id(ws: Path) -> None:
     ids = _seed(ws)
     _edit(ws, "I like green tea", "I like black tea")

@@ -37,6 +37,33 @@ def test_a_corrupt_snapshot_is_quarantined_and_rebuilt_from_memory_md(ws: Path) 
     assert Snapshot.load(snapshot).lsn >= 3  # a good snapshot was written again
 
 
+@pytest.mark.parametrize("damage", ["deleted", "garbage"])
+def test_a_lost_snapshot_keeps_forgotten_items_and_provenance_from_the_audit_log(
+    ws: Path, damage: str
+) -> None:
+    with Memory.open(ws) as memory:
+        kept = memory.remember("I drink green tea", category="preference", session="s1")
+        gone = memory.remember("My old address is 1 Elm Street", session="s2")
+        memory.forget(gone.id)
+    edited = (ws / "MEMORY.md").read_text().replace("green tea", "black tea")
+    (ws / "MEMORY.md").write_text(edited)
+    with (ws / "memory" / "LTM_AUDIT.jsonl").open("a") as audit:
+        audit.write('{"torn": \n')  # salvage skips it
+    snapshot = ws / "memory" / "LTM_SNAPSHOT.json"
+    if damage == "deleted":
+        snapshot.unlink()
+    else:
+        snapshot.write_bytes(b"\x00garbage")
+    with Memory.open(ws) as memory:
+        [item] = memory.list()
+        assert (item.id, item.text) == (kept.id, "I drink black tea")  # MEMORY.md's text
+        assert (item.session, item.source, item.created_at) == ("s1", Source.USER, kept.created_at)
+        assert [f.item.id for f in memory.forgotten()] == [gone.id]
+        assert memory.restore(gone.id).text == gone.text
+    with Memory.open(ws) as memory:  # and it was all saved in the new snapshot
+        assert {i.id for i in memory.list()} == {kept.id, gone.id}
+
+
 @pytest.mark.parametrize(
     "content", [b"[1, 2]", b'{"format": 99}', b'{"format": 1, "lsn": 1, "items": [{}]}', b"\xff"]
 )

@@ -68,6 +68,8 @@ from .store.longterm import (
     LongTermStore,
     Snapshot,
     items_from_markdown,
+    replay_audit,
+    with_history,
 )
 from .store.memory_file import MemoryFile
 from .workspace import Workspace
@@ -255,10 +257,23 @@ class Engine:
             parsed = self._parse_memory_md(data)
             lines = [line for line in parsed.lines if not self._too_long(line)]
             items = items_from_markdown(markdown.ParsedMemory(lines, parsed.bad), at=now())
-            self._store.reset({key: self._without_secrets(i) for key, i in items.items()}, 0)
+            # The audit log keeps what the snapshot held beyond MEMORY.md: each
+            # item's provenance and times, and the forgotten items.
+            past = self._replay_audit()
+            items = {key: with_history(item, past.items.get(key)) for key, item in items.items()}
+            gone = {key: entry for key, entry in past.forgotten.items() if key not in items}
+            clean = {key: self._without_secrets(item) for key, item in items.items()}
+            self._store.reset(clean, 0, forgotten=gone)
             self._memory_md.known = fingerprint  # taken in whole: no snapshot to merge with
         self._load_lessons()
         return snapshot
+
+    def _replay_audit(self) -> LongTermStore:
+        """The state ``LTM_AUDIT.jsonl`` arrives at (empty when it is unreadable)."""
+        try:
+            return replay_audit(self.workspace.audit.read_bytes())
+        except OSError:
+            return LongTermStore()
 
     def _load_lessons(self) -> None:
         path = self.workspace.lessons

@@ -125,10 +125,16 @@ def valid_text(text: str) -> str:
     return text
 
 
+def plain_line(text: str) -> str:
+    """``text`` as one line: each run of control characters (and line or
+    paragraph separators) a space, stripped; what every stored fact text is."""
+    return _CONTROL.sub(" ", valid_text(text)).strip()
+
+
 def _one_line(text: str, what: str) -> str:
     if not isinstance(text, str):
         raise InvalidInput(f"{what} must be a string, not {type(text).__name__}")
-    line = _CONTROL.sub(" ", valid_text(text)).strip()
+    line = plain_line(text)
     if not line:
         raise InvalidInput(f"{what} is empty")
     return line

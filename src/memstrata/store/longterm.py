@@ -27,6 +27,7 @@ Invariants:
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import hashlib
 import json
@@ -401,6 +402,39 @@ def items_from_markdown(parsed: markdown.ParsedMemory, *, at: datetime) -> dict[
         if item.is_live:
             seen.add(item.key)
     return items
+
+
+def replay_audit(data: bytes) -> LongTermStore:
+    """The state ``LTM_AUDIT.jsonl`` (every journal record a checkpoint wrote, in
+    order) arrives at: what a lost snapshot held, the forgotten items too.
+    Lines that are no record (damaged, torn) are skipped: this is salvage."""
+    store = LongTermStore()
+    for line in data.splitlines():
+        try:
+            entry = json.loads(line)
+            if not isinstance(entry, dict) or type(entry.get("lsn")) is not int:
+                continue
+            store.apply(Record(entry["lsn"], str(entry.get("op", "")), entry))
+        except (ValueError, TypeError, KeyError, AttributeError):
+            continue
+    return store
+
+
+def with_history(item: Item, past: Item | None) -> Item:
+    """``item`` (rebuilt from a line of MEMORY.md) with the provenance, times and
+    hits ``past`` (the same id in the audit's state) had; MEMORY.md's text and
+    section win, and its validity when the line moved in or out of the archive."""
+    if past is None:
+        return item
+    same = item.is_live == past.is_live
+    return dataclasses.replace(
+        past,
+        text=item.text,
+        category=item.category,
+        valid_from=past.valid_from if same else item.valid_from,
+        valid_to=past.valid_to if same else item.valid_to,
+        superseded_by=past.superseded_by if same else item.superseded_by,
+    )
 
 
 def _fresh(items: dict[str, Item]) -> str:

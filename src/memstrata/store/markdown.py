@@ -36,6 +36,7 @@ from ..model import (
     Item,
     category_title,
     normalize_category,
+    plain_line,
 )
 
 __all__ = ["BadLine", "MemoryLine", "ParsedMemory", "parse", "render"]
@@ -136,7 +137,8 @@ def parse(data: bytes) -> ParsedMemory:
         body = entry.group("body")
         found = _BLOCK_ID.match(body)
         item_id = found.group("id") if found else None
-        text = found.group("text").strip() if found else body
+        # a hand-written control character is a space, as in remember()
+        text = plain_line(found.group("text") if found else body)
         archived = category is None
         if archived:
             text = _ARCHIVE_NOTE.sub("", text)
