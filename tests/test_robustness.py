@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import logging
+import sqlite3
 from pathlib import Path
 
 import pytest
 
-from memstrata import InvalidInput, Memory
+from memstrata import InvalidInput, Memory, StorageError
 from memstrata.memory_tool import MemoryToolHandler
 
 # -- a failure after the turn is durable is a notice, never an exception ----------------
@@ -169,3 +170,26 @@ def test_recovery_context_chars_must_be_a_positive_whole_number(memory: Memory) 
 def test_gate_wants_a_string_prompt(memory: Memory) -> None:
     with pytest.raises(InvalidInput, match="prompt must be a string"):
         memory.gate(42, 100)  # type: ignore[arg-type]
+
+
+def test_a_close_refused_by_a_full_disk_still_releases_the_index_and_the_lock(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a full disk a file deleted while still open keeps its space: a close
+    that failed must not keep the index (and its WAL) open, nor the lock."""
+    memory = Memory.open(ws, embedder="none")
+    memory.remember("a fact to flush")
+    assert memory.search("fact")
+    index = memory._search_state.index  # type: ignore[union-attr]
+
+    def full(*_: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(memory, "_flush_locked", full)
+    with pytest.raises(StorageError, match="No space left"):
+        memory.close()
+    with pytest.raises(sqlite3.ProgrammingError):  # the connection is closed
+        index._db.execute("SELECT 1")
+    monkeypatch.undo()
+    with Memory.open(ws, embedder="none") as again:  # the lock was released
+        assert [i.text for i in again.list()] == ["a fact to flush"]

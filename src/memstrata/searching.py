@@ -225,8 +225,10 @@ class Searching(Engine):
         return chosen
 
     def close(self) -> None:
-        super().close()
-        self._close_search()
+        try:
+            super().close()
+        finally:  # a close refused (a full disk) must not keep the index open
+            self._close_search()
 
     # -- write hooks ---------------------------------------------------------------
 
