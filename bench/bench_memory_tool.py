@@ -18,7 +18,7 @@ from typing import Any
 
 from benchutil import emit, machine, percentiles
 from memstrata import Memory
-from memstrata.memory_tool import MemoryToolHandler
+from memstrata.tools.memory_tool import MemoryToolHandler
 
 
 def timed(

@@ -36,9 +36,9 @@ from typing import Any
 from memstrata import Memory
 from memstrata.doctor import Level, diagnose
 from memstrata.errors import MemstrataError
-from memstrata.store import markdown
-from memstrata.store.longterm import Snapshot
-from memstrata.workspace import Workspace
+from memstrata.storage.workspace import Workspace
+from memstrata.stores import markdown
+from memstrata.stores.longterm import Snapshot
 
 # A copy of the child in tests/test_crash.py (tests import nothing from bench/).
 CHILD = r"""

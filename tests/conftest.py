@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from memstrata import Memory
-from memstrata.workspace import Workspace
+from memstrata.storage.workspace import Workspace
 from workspaces import fresh
 
 # No test may depend on the machine's speed: a loaded CI machine must not turn

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memstrata import AccessDenied, InvalidInput
-from memstrata.access import GLOBAL, Groups, allowed, check_group, resolve
+from memstrata.storage.access import GLOBAL, Groups, allowed, check_group, resolve
 
 # -- groups -------------------------------------------------------------------------------
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from memstrata import Item, Memory
-from memstrata.store import markdown
-from memstrata.store.longterm import Snapshot
+from memstrata.stores import markdown
+from memstrata.stores.longterm import Snapshot
 
 # argv: workspace, text prefix, count. Opens, says "ready", waits for a line on
 # stdin (so that every writer starts at once), writes, closes, says how many.

@@ -23,10 +23,10 @@ import pytest
 
 from memstrata import Memory
 from memstrata.doctor import Level, diagnose
-from memstrata.files import list_quarantine
-from memstrata.store import markdown
-from memstrata.store.longterm import Snapshot
-from memstrata.workspace import Workspace
+from memstrata.storage.files import list_quarantine
+from memstrata.storage.workspace import Workspace
+from memstrata.stores import markdown
+from memstrata.stores.longterm import Snapshot
 
 pytestmark = pytest.mark.slow  # subprocesses killed with SIGKILL
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from memstrata import AccessDenied, Conflict, InvalidInput, Memory, NotFound
-from memstrata.journal import scan
-from memstrata.memory_tool import MemoryToolHandler
+from memstrata.storage.journal import scan
+from memstrata.tools.memory_tool import MemoryToolHandler
 
 KEY = "sk-ant-api03-" + "A1b2C3d4E5f6G7h8I9j0" * 3
 
@@ -106,10 +106,10 @@ def test_a_change_logged_but_not_applied_is_redone_by_the_next_open(
     def die(src: object, dst: object) -> None:
         raise _Killed
 
-    monkeypatch.setattr("memstrata.files.os.replace", die)
+    monkeypatch.setattr("memstrata.storage.files.os.replace", die)
     with pytest.raises(_Killed):
         tool.handle({"command": "create", "path": "/memories/memory/x.md", "file_text": "kept\n"})
-    monkeypatch.setattr("memstrata.files.os.replace", real_replace)
+    monkeypatch.setattr("memstrata.storage.files.os.replace", real_replace)
     assert not (ws / "memory" / "x.md").exists()
     assert journal_ops(ws)[-1] == "doc.put"
     with Memory.open(ws, embedder="none"):
@@ -155,7 +155,7 @@ def test_a_tool_write_is_found_by_search(ws: Path) -> None:
 TOOL_CHILD = r"""
 import os, sys
 from memstrata import Memory
-from memstrata.memory_tool import MemoryToolHandler
+from memstrata.tools.memory_tool import MemoryToolHandler
 
 memory = Memory.open(sys.argv[1], embedder="none")
 tool = MemoryToolHandler(memory)
@@ -256,7 +256,7 @@ def test_a_file_that_is_not_utf8_can_still_be_renamed(ws: Path) -> None:
 def test_a_checkpoint_hashes_each_file_once_not_each_record(
     ws: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memstrata.store import docs
+    from memstrata.stores import docs
 
     with Memory.open(ws, embedder="none", checkpoint_every_updates=10_000) as memory:
         for n in range(50):

@@ -14,7 +14,7 @@ import pytest
 
 from memstrata import Memory
 from memstrata.errors import Conflict, NotFound
-from memstrata.files import list_quarantine
+from memstrata.storage.files import list_quarantine
 
 
 def _backdate(path: Path, seconds: float = 10.0) -> None:
@@ -303,7 +303,7 @@ def test_a_same_size_rewrite_within_the_clock_tick_is_not_taken_for_unchanged(
 ) -> None:
     """Coarse mtimes and reused inodes can make a new file stat like the old one:
     a fingerprint taken right after a write must compare content."""
-    from memstrata.store.longterm import Fingerprint
+    from memstrata.stores.longterm import Fingerprint
 
     path = tmp_path / "MEMORY.md"
     path.write_bytes(b"- one ^m00000001\n")

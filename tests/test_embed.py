@@ -13,12 +13,7 @@ from typing import Any
 
 import pytest
 
-from memstrata.embed import (
-    Embedder,
-    HashEmbedder,
-    MiniLMEmbedder,
-    load_embedder,
-)
+from memstrata.embed import Embedder, HashEmbedder, MiniLMEmbedder, load_embedder
 from memstrata.embed import onnx as embed_onnx
 from memstrata.errors import BackendUnavailable, InvalidInput
 

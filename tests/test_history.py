@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 
 from memstrata import InvalidInput, Memory, NotFound
 from memstrata.doctor import diagnose
-from memstrata.history import SCHEMA_VERSION, Turn
 from memstrata.model import WriteEvent
-from memstrata.workspace import Workspace, session_stem
+from memstrata.storage.workspace import Workspace, session_stem
+from memstrata.stores.transcripts import SCHEMA_VERSION, Turn
 
 SESSION = "tg:42"
 AT = datetime(2026, 3, 1, 9, 30, tzinfo=UTC)
@@ -442,7 +442,7 @@ def test_q15_turn_files_are_imported_with_nothing_lost_and_once(
 def test_a_transcript_known_good_is_not_read_again_at_open(
     ws: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memstrata import history
+    from memstrata.migrations import transcripts as history
 
     with Memory.open(ws, embedder="none") as memory:
         memory.record_turn(SESSION, user="first", assistant="one")

@@ -355,7 +355,7 @@ def test_two_memories_on_one_workspace_find_each_fact_once(ws: Path) -> None:
 MIXER = r"""
 import json, random, sys, traceback
 from memstrata import Memory
-from memstrata.memory_tool import MemoryToolHandler
+from memstrata.tools.memory_tool import MemoryToolHandler
 
 ws, number, count, embedder = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 rng = random.Random(number)

@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memstrata.journal import Journal, decode, encode, scan
+from memstrata.storage.journal import Journal, decode, encode, scan
 
 
 def _open(path: Path, **kwargs: Any) -> Journal:

@@ -14,9 +14,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memstrata import Corrupt, InvalidInput, NotFound
-from memstrata.layers import POLICY, Policy, core, migrate, semantic
+from memstrata.migrations import layers as migrate
 from memstrata.model import clean_text, normalize_text
-from memstrata.workspace import Workspace
+from memstrata.storage.layers import POLICY, Policy
+from memstrata.storage.workspace import Workspace
+from memstrata.stores import core, semantic
 from workspaces import fresh
 
 SECRET = "api_key=sk-proj-abcdefghijklmnopqrstuvwxyz123456"

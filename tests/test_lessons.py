@@ -11,8 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memstrata import InvalidInput, Memory, NotFound, Source
-from memstrata.files import list_quarantine
-from memstrata.store.lessons import (
+from memstrata.storage.files import list_quarantine
+from memstrata.stores.lessons import (
     KINDS,
     Lesson,
     LessonStore,

@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memstrata.index.chunks import Chunk
+from memstrata.index.hybrid import Weights
 from memstrata.index.lexical import Lexical, document_terms, query_tokens
-from memstrata.index.search import Weights
 from memstrata.index.sqlite import FileState, Index
 from memstrata.index.text import index_text
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 
 from memstrata import Item, Source
-from memstrata.store import markdown
-from memstrata.store.longterm import items_from_markdown
+from memstrata.stores import markdown
+from memstrata.stores.longterm import items_from_markdown
 from strategies import EPOCH, item_lists
 
 

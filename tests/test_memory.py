@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from memstrata import CompactResult, Conflict, InvalidInput, Memory, NotFound, Source
-from memstrata.store import markdown
+from memstrata.stores import markdown
 
 
 def test_open_creates_the_layered_layout(ws: Path) -> None:
@@ -244,7 +244,7 @@ def test_a_reader_that_missed_two_checkpoints_loses_nothing(ws: Path) -> None:
 
 
 def test_the_last_jsonl_record_is_found_behind_a_very_long_last_line(tmp_path: Path) -> None:
-    from memstrata.files import last_jsonl_record
+    from memstrata.storage.files import last_jsonl_record
 
     audit = tmp_path / "LTM_AUDIT.jsonl"
     ids = [f"m{n:08d}" for n in range(8000)]  # one compaction record of ~100 KB
@@ -274,8 +274,8 @@ def test_newest_first_holds_when_items_arrive_out_of_order() -> None:
     from datetime import UTC, datetime, timedelta
 
     from memstrata import Item
-    from memstrata.journal import Record
-    from memstrata.store.longterm import OP_PUT, LongTermStore
+    from memstrata.storage.journal import Record
+    from memstrata.stores.longterm import OP_PUT, LongTermStore
 
     base = datetime(2026, 1, 1, tzinfo=UTC)
     store = LongTermStore()

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from memstrata import InvalidInput, Memory
-from memstrata.layers import Policy
 from memstrata.model import WriteEvent
+from memstrata.storage.layers import Policy
 
 
 def test_core_files_round_trip_and_tell_the_hooks(memory: Memory) -> None:

@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memstrata import Memory
-from memstrata.memory_tool import MemoryToolHandler
-from memstrata.workspace import Workspace
+from memstrata.storage.workspace import Workspace
+from memstrata.tools.memory_tool import MemoryToolHandler
 
 KEY = "sk-ant-api03-" + "A1b2C3d4E5f6G7h8I9j0" * 3
 

@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memstrata import AccessDenied, Conflict, InvalidInput, NotFound
-from memstrata.layers import notebook
 from memstrata.model import clean_text
-from memstrata.workspace import Workspace
+from memstrata.storage.workspace import Workspace
+from memstrata.stores import notebook
 from workspaces import fresh
 
 

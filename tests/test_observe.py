@@ -14,7 +14,7 @@ import pytest
 from memstrata import InvalidInput, Memory, NotFound, Source
 from memstrata.doctor import Level, diagnose
 from memstrata.model import WriteEvent
-from memstrata.workspace import Workspace, session_stem
+from memstrata.storage.workspace import Workspace, session_stem
 
 
 def _sections(markdown_text: str) -> dict[str, list[str]]:

@@ -10,11 +10,11 @@ from hypothesis import HealthCheck, given, settings
 
 from memstrata import Corrupt, Item, Memory, Source
 from memstrata.doctor import Level, diagnose
-from memstrata.files import atomic_write, list_quarantine
 from memstrata.model import new_item_id
-from memstrata.store import markdown
-from memstrata.store.longterm import Fingerprint, Snapshot, snapshot_row
-from memstrata.workspace import Workspace
+from memstrata.storage.files import atomic_write, list_quarantine
+from memstrata.storage.workspace import Workspace
+from memstrata.stores import markdown
+from memstrata.stores.longterm import Fingerprint, Snapshot, snapshot_row
 from strategies import item_lists
 
 

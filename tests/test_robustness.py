@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from memstrata import InvalidInput, Memory, StorageError
-from memstrata.memory_tool import MemoryToolHandler
+from memstrata.tools.memory_tool import MemoryToolHandler
 
 # -- a failure after the turn is durable is a notice, never an exception ----------------
 
@@ -49,7 +49,7 @@ def test_a_failing_model_summary_falls_back_to_the_extractive_one(
         def summarize(self, turns: object) -> str:
             raise summarize.BackendUnavailable("the summary model failed: connection refused")
 
-    monkeypatch.setattr("memstrata.prompting.summarizer_from_env", lambda: Broken())
+    monkeypatch.setattr("memstrata.memory.context.summarizer_from_env", lambda: Broken())
     with Memory.open(ws, embedder="none", session_summary_tokens=10) as memory:
         said = "I decided to use Redis for the cache of the ledger service."
         turn = memory.record_turn("s", user=said, assistant="OK")
@@ -80,7 +80,7 @@ def test_a_daily_note_that_cannot_be_written_does_not_undo_the_turn(
 def test_search_k_must_be_a_whole_number_and_a_huge_one_is_clamped(
     ws: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memstrata import searching
+    from memstrata.memory import search as searching
 
     asked: list[int] = []
     real = searching.hybrid
@@ -105,7 +105,7 @@ def test_a_huge_query_is_refused(memory: Memory) -> None:
 
 
 def test_observe_scans_a_huge_message_in_part_and_says_so(ws: Path) -> None:
-    from memstrata import memory as memory_module
+    from memstrata.memory import facade as memory_module
 
     limit = memory_module.SCAN_CHARS
     filler = "Nothing to see in this sentence at all. " * (limit // 20)
@@ -121,7 +121,7 @@ def test_observe_scans_a_huge_message_in_part_and_says_so(ws: Path) -> None:
 
 
 def test_observe_cuts_between_words(memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
-    from memstrata import memory as memory_module
+    from memstrata.memory import facade as memory_module
 
     monkeypatch.setattr(memory_module, "SCAN_CHARS", 40)
     head, tail = memory_module._scanned("aaaa bbbb cccc dddd eeee ffff gggg hhhh iiii jjjj kkkk")

@@ -14,7 +14,7 @@ import pytest
 from memstrata import InvalidInput, Memory
 from memstrata.index.chunks import chunk_file, layer_of
 from memstrata.index.dates import dates_in
-from memstrata.index.search import Weights
+from memstrata.index.hybrid import Weights
 from memstrata.index.text import index_text, query_terms
 
 # The hash embedder is explicit and deterministic (no model): these tests are
@@ -290,7 +290,7 @@ def test_markdown_chunks_skip_comments_and_keep_lines() -> None:
 def test_doctor_and_status_tell_how_search_runs(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from memstrata.doctor import Level, diagnose
     from memstrata.embed import clear_embedder_cache
-    from memstrata.workspace import Workspace
+    from memstrata.storage.workspace import Workspace
 
     with Memory.open(ws, **HASH) as memory:
         memory.remember("indexed fact")
@@ -312,7 +312,7 @@ def test_doctor_and_status_tell_how_search_runs(ws: Path, monkeypatch: pytest.Mo
 
 def test_doctor_names_unreadable_transcript_lines_before_open(ws: Path) -> None:
     from memstrata.doctor import diagnose
-    from memstrata.workspace import Workspace, session_stem
+    from memstrata.storage.workspace import Workspace, session_stem
 
     with Memory.open(ws, embedder="none") as memory:
         memory.record_turn("s1", user="hello", assistant="hi")
@@ -326,7 +326,7 @@ def test_doctor_names_unreadable_transcript_lines_before_open(ws: Path) -> None:
 def test_the_vector_matrix_follows_adds_and_removals_like_a_rebuild(tmp_path: Path) -> None:
     np = pytest.importorskip("numpy")
     from memstrata.index.chunks import Chunk
-    from memstrata.index.search import Vectors
+    from memstrata.index.hybrid import Vectors
     from memstrata.index.sqlite import Index
 
     rng = np.random.default_rng(5)
@@ -347,7 +347,7 @@ def test_the_vector_matrix_follows_adds_and_removals_like_a_rebuild(tmp_path: Pa
 
 
 def test_gate_takes_the_prompt_tail_and_keeps_to_the_budget(ws: Path) -> None:
-    from memstrata.searching import prompt_tail
+    from memstrata.memory.search import prompt_tail
 
     noisy = "User: hello\n[10:31] Assistant: hi there\n**User:** which port does staging use?\n---"
     assert prompt_tail(noisy) == "hello hi there which port does staging use?"

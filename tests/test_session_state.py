@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memstrata.capture.scan import CATEGORIES
-from memstrata.capture.session_state import (
+from memstrata.stores.session_state import (
     HEADER,
     MAX_ENTRY_CHARS,
     StateEntry,

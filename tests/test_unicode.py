@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memstrata import Memory, MemstrataError
-from memstrata.memory_tool import MemoryToolHandler
 from memstrata.tools import dispatch
+from memstrata.tools.memory_tool import MemoryToolHandler
 
 BAD = "a\ud800 b"  # a lone high surrogate, as json.loads('"\\ud800"') makes
 ESCAPED = "my name is \udcff Bob"  # what Python makes of the byte 0xff in argv

@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memstrata.index import search
+from memstrata.index import hybrid as search
 from memstrata.index.chunks import Chunk
-from memstrata.index.search import Vectors
+from memstrata.index.hybrid import Vectors
 from memstrata.index.sqlite import FileState, Index
 
 DIM = 384

@@ -12,10 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memstrata import Corrupt, InvalidInput
-from memstrata.layers import working
-from memstrata.layers.working import Dropped, Section, WorkingMemory
 from memstrata.model import clean_text
-from memstrata.workspace import Workspace
+from memstrata.storage.workspace import Workspace
+from memstrata.stores import working
+from memstrata.stores.working import Dropped, Section, WorkingMemory
 from workspaces import fresh
 
 AT = datetime(2026, 1, 15, 10, 30, tzinfo=UTC)

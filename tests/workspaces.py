@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memstrata.workspace import Workspace, init_workspace
+from memstrata.storage.workspace import Workspace, init_workspace
 
 
 def fresh(root: Path) -> Workspace:

@@ -18,15 +18,15 @@ from typing import Any
 from .capture.scan import load_rules
 from .config import load_settings
 from .errors import MemstrataError
-from .files import TEMP_MARK, list_quarantine
-from .journal import scan
-from .lock import lock_holder
 from .model import now
-from .store import handedit, markdown
-from .store.handedit import RenderHistory
-from .store.lessons import LessonStore
-from .store.longterm import LongTermStore, Snapshot
-from .workspace import Workspace
+from .storage.files import TEMP_MARK, list_quarantine
+from .storage.journal import scan
+from .storage.lock import lock_holder
+from .storage.workspace import Workspace
+from .stores import handedit, markdown
+from .stores.handedit import RenderHistory
+from .stores.lessons import LessonStore
+from .stores.longterm import LongTermStore, Snapshot
 
 __all__ = ["Finding", "Level", "diagnose"]
 
@@ -246,7 +246,7 @@ def _lessons(ws: Workspace) -> list[Finding]:
 
 def _transcripts(ws: Workspace) -> list[Finding]:
     """Transcript lines the next open would upgrade or set aside."""
-    from .history import Turn, transcript_files
+    from .stores.transcripts import Turn, transcript_files
 
     findings = []
     total = 0

@@ -29,9 +29,9 @@ from typing import Any
 import memstrata
 from memstrata.doctor import Level, diagnose
 from memstrata.errors import MemstrataError
-from memstrata.store import markdown
-from memstrata.store.longterm import Snapshot
-from memstrata.workspace import Workspace
+from memstrata.storage.workspace import Workspace
+from memstrata.stores import markdown
+from memstrata.stores.longterm import Snapshot
 
 Progress = Callable[[str], None]
 MAX_FAILURES = 200  # failures kept per attack (the counts hold them all)

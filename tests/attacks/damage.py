@@ -27,9 +27,9 @@ from random import Random
 from memstrata import Memory
 from memstrata.config import load_settings
 from memstrata.errors import InvalidInput
-from memstrata.files import list_quarantine
-from memstrata.history import read_turns_at, transcript_path
-from memstrata.workspace import Workspace
+from memstrata.storage.files import list_quarantine
+from memstrata.storage.workspace import Workspace
+from memstrata.stores.transcripts import read_turns_at, transcript_path
 
 from .common import (
     Attack,

@@ -22,8 +22,8 @@ from pathlib import Path
 from random import Random
 
 from memstrata import Memory
-from memstrata.files import list_quarantine
-from memstrata.store.handedit import SETTLE_SECONDS
+from memstrata.storage.files import list_quarantine
+from memstrata.stores.handedit import SETTLE_SECONDS
 
 from .common import Attack, Progress, Try, file_problems, quiet, rounds, seed_for
 

@@ -23,7 +23,7 @@ from random import Random
 from typing import Any
 
 from memstrata import Memory
-from memstrata.history import archive_path, read_turns, read_turns_at
+from memstrata.stores.transcripts import archive_path, read_turns, read_turns_at
 
 from .common import (
     CHILD_EPILOGUE,
@@ -43,7 +43,7 @@ CHILD = (
     r"""
 import json, os, random, sys
 from memstrata import Memory
-from memstrata.memory_tool import MemoryToolHandler
+from memstrata.tools.memory_tool import MemoryToolHandler
 """
     + CHILD_EPILOGUE
     + r"""
@@ -332,7 +332,7 @@ def _check_observed(
 
 
 def _check_turns(ws: Path, expected: Expected, attempt: Try) -> None:
-    from memstrata.workspace import Workspace
+    from memstrata.storage.workspace import Workspace
 
     workspace = Workspace.locate(ws)
     turns = read_turns(workspace, "kill", archived=True)

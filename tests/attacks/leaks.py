@@ -30,8 +30,8 @@ from random import Random
 from typing import Any
 
 from memstrata import Memory
-from memstrata.memory_tool import MemoryToolHandler
 from memstrata.tools import dispatch
+from memstrata.tools.memory_tool import MemoryToolHandler
 
 from .common import Attack, Progress, backdate, describe, is_raw, seed_for
 

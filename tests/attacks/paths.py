@@ -30,8 +30,8 @@ from typing import Any
 
 from memstrata import Memory
 from memstrata.errors import MemstrataError
-from memstrata.memory_tool import MemoryToolHandler
 from memstrata.tools import GroupTools, dispatch
+from memstrata.tools.memory_tool import MemoryToolHandler
 
 from .common import Attack, Progress, Try, child_env, describe, python, seed_for, tree, tree_changes
 

@@ -29,8 +29,8 @@ from typing import Any
 
 from memstrata import Memory
 from memstrata.errors import MemstrataError, StorageError
-from memstrata.memory_tool import MemoryToolHandler
 from memstrata.tools import dispatch
+from memstrata.tools.memory_tool import MemoryToolHandler
 
 from .common import (
     Attack,

@@ -12,7 +12,7 @@ import weakref
 from datetime import timedelta
 from pathlib import Path
 
-from ..index.search import Weights
+from ..index.hybrid import Weights
 from ..memory import Memory
 from .locomo import Conversation, Retriever
 

@@ -26,7 +26,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..capture.scan import scan
 from ..errors import BackendUnavailable, InvalidInput
-from ..history import Turn, conversation_lines
+from ..stores.transcripts import Turn, conversation_lines
 
 __all__ = [
     "ChatSummarizer",

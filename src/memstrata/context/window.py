@@ -55,8 +55,8 @@ from typing import Literal
 
 from ..capture.secrets import redact
 from ..errors import InvalidInput
-from ..files import append_durable, storage_errors
 from ..model import now, valid_text
+from ..storage.files import append_durable, storage_errors
 from .tokens import ESTIMATE, TokenCounter
 
 __all__ = [

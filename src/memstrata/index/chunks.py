@@ -31,7 +31,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ..model import Item, parse_time_or_none
-from ..workspace import Workspace
+from ..storage.workspace import Workspace
 
 __all__ = [
     "MAX_CHUNK_CHARS",

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from ..errors import Conflict, InvalidInput
-from ..files import storage_errors
+from ..storage.files import storage_errors
 from .chunks import Chunk
 from .mirror import FileState, Mirror
 from .schema import CHUNK_COLUMNS, MIGRATIONS, NewerSchema, last_change, migrate, row_chunk

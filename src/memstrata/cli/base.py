@@ -1,0 +1,173 @@
+"""What every ``memstrata`` command shares: the console, the error handling,
+the ``--workspace``/``--group``/``--json`` options and opening the workspace.
+
+The CLI never prints a traceback (``Group``): a ``MemstrataError`` is one
+line on stderr (``Error: ...``, its line breaks made spaces) and exit status
+1; any other exception is one line too, ``Error: internal error: ...; please
+report it``, unless ``$MEMSTRATA_DEBUG`` is set (then it propagates, with its
+traceback). Arguments and standard input must be UTF-8: bytes that are not
+(which Python turns into lone surrogates) are refused in one line before any
+command runs, rather than stored as U+FFFD as the library would
+(``model.valid_text``): a person can retype them, a lost character is lost.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+import click
+from rich.console import Console
+
+from ..config import load_settings, resolve_root
+from ..errors import InvalidInput, MemstrataError
+from ..memory import Memory
+from ..model import Source
+from ..storage.workspace import Workspace
+
+__all__ = [
+    "Group",
+    "console",
+    "json_option",
+    "locate",
+    "open_memory",
+    "print_json",
+    "read_stdin",
+    "stdin_lines",
+    "source_option",
+    "workspace_options",
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+console = Console(highlight=False)
+
+
+ENV_DEBUG = "MEMSTRATA_DEBUG"
+
+# What click itself turns into a message and an exit status (EOFError and
+# KeyboardInterrupt become Abort; a broken pipe is a quiet exit).
+_CLICKS = (click.ClickException, click.exceptions.Abort, click.exceptions.Exit, EOFError)
+
+
+class Group(click.Group):
+    """Every failure one line on stderr and a non-zero exit (see the module)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if ctx.parent is None:  # the whole command line
+            _check_utf8(args)
+        return super().parse_args(ctx, args)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except _CLICKS:
+            raise
+        except MemstrataError as exc:
+            if os.environ.get(ENV_DEBUG):
+                raise
+            raise click.ClickException(_one_line(str(exc))) from exc
+        except Exception as exc:
+            if os.environ.get(ENV_DEBUG) or _broken_pipe(exc):
+                raise
+            raise click.ClickException(
+                f"internal error: {type(exc).__name__}: {_one_line(str(exc))}; please report it "
+                f"(rerun with {ENV_DEBUG}=1 for the traceback)"
+            ) from exc
+
+
+def _one_line(message: str) -> str:
+    return " ".join(message.split())
+
+
+def _broken_pipe(exc: Exception) -> bool:
+    return isinstance(exc, OSError) and exc.errno == errno.EPIPE
+
+
+def _check_utf8(args: Sequence[str]) -> None:
+    """Refuse an argument that was not UTF-8 (its bytes became lone surrogates)."""
+    for number, arg in enumerate(args, start=1):
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:
+            try:
+                shown = repr(os.fsencode(arg))
+            except UnicodeEncodeError:
+                shown = ascii(arg)
+            raise click.ClickException(
+                f"argument {number} is not valid UTF-8: {shown[:80]}; memstrata takes UTF-8 "
+                "text (is the terminal's encoding UTF-8?)"
+            ) from None
+
+
+def _decoded(data: bytes, what: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(f"{what} is not valid UTF-8 at byte {exc.start}") from None
+
+
+def read_stdin() -> str:
+    """All of standard input, which must be UTF-8 (``InvalidInput``)."""
+    return _decoded(sys.stdin.buffer.read(), "standard input")
+
+
+def stdin_lines() -> Iterator[str]:
+    """The lines of standard input without their line breaks, each UTF-8."""
+    for number, raw in enumerate(sys.stdin.buffer, start=1):
+        yield _decoded(raw, f"line {number} of standard input").rstrip("\r\n")
+
+
+def workspace_options(func: F) -> F:
+    """``--workspace`` and ``--group``, accepted by every command."""
+    func = click.option(
+        "--group",
+        "-g",
+        default=None,
+        metavar="NAME",
+        help="Use the workspace of this group (ROOT/groups/NAME).",
+    )(func)
+    func = click.option(
+        "--workspace",
+        "-w",
+        default=None,
+        metavar="PATH",
+        help="Workspace root. Default: $MEMSTRATA_HOME, else ~/.memstrata/workspace.",
+    )(func)
+    return func
+
+
+def json_option(func: F) -> F:
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON.")(func)
+
+
+def source_option(help: str) -> Callable[[F], F]:
+    """``--source``: who a text comes from (one of ``Source``)."""
+    return click.option(
+        "--source",
+        type=click.Choice([member.value for member in Source]),
+        default=Source.USER.value,
+        show_default=True,
+        help=help,
+    )
+
+
+def locate(workspace: str | None, group: str | None) -> Workspace:
+    return Workspace.locate(resolve_root(workspace), group)
+
+
+@contextmanager
+def open_memory(workspace: str | None, group: str | None) -> Iterator[Memory]:
+    ws = locate(workspace, group)
+    ws.require()
+    settings = load_settings(ws.path)
+    with Memory.open(ws.root, ws.group, create=False, **settings) as memory:
+        yield memory
+
+
+def print_json(data: Any) -> None:
+    click.echo(json.dumps(data, ensure_ascii=False, indent=2))

@@ -1,0 +1,365 @@
+"""``memstrata session | core | working | semantic | notes``: transcripts and
+the layers from the command line (issue 7)."""
+
+from __future__ import annotations
+
+import click
+from rich.table import Table
+from rich.text import Text
+
+from ..stores.working import SECTIONS
+from .base import console, json_option, open_memory, print_json, read_stdin, workspace_options
+
+__all__ = ["core_group", "notes_group", "semantic_group", "session_group", "working_group"]
+
+
+# -- session ------------------------------------------------------------------------
+
+
+@click.group(name="session")
+def session_group() -> None:
+    """Transcripts: list sessions, show one, compact them."""
+
+
+@session_group.command(name="list")
+@workspace_options
+@json_option
+def session_list(workspace: str | None, group: str | None, as_json: bool) -> None:
+    """Every session with a transcript, the most recently active first."""
+    with open_memory(workspace, group) as memory:
+        found = memory.sessions()
+    if as_json:
+        print_json([info.to_dict() for info in found])
+        return
+    if not found:
+        console.print("No sessions.")
+        return
+    table = Table(show_edge=False, pad_edge=False)
+    for column in ("session", "turns", "last seq", "archived", "last turn", "bytes", "file"):
+        table.add_column(column)
+    for info in found:
+        table.add_row(
+            Text(info.session),
+            str(info.turns),
+            str(info.last_seq),
+            str(info.archived),
+            info.last_at.strftime("%Y-%m-%d %H:%M") if info.last_at else "-",
+            str(info.size),
+            Text(info.path),
+        )
+    console.print(table)
+
+
+@session_group.command(name="show")
+@workspace_options
+@click.argument("session")
+@click.option("--last", "-n", type=click.IntRange(min=0), default=None, help="Only the last N.")
+@click.option(
+    "--archived", is_flag=True, help="Also the turns compactions moved to sessions/archive/."
+)
+@json_option
+def session_show(
+    workspace: str | None,
+    group: str | None,
+    session: str,
+    last: int | None,
+    archived: bool,
+    as_json: bool,
+) -> None:
+    """The turns of SESSION, oldest first."""
+    with open_memory(workspace, group) as memory:
+        turns = memory.turns(session, last=last, archived=archived)
+    if as_json:
+        print_json([turn.to_dict() for turn in turns])
+        return
+    for turn in turns:
+        console.print(Text(f"#{turn.seq}  {turn.created_at:%Y-%m-%d %H:%M:%S}  {turn.id}", "bold"))
+        for message in turn.messages:
+            for part in message["parts"]:
+                kind = part["type"]
+                if kind == "tool_call":
+                    body = f"{part.get('name')}({part.get('arguments')})"
+                elif kind == "tool_result":
+                    ok = "ok" if part.get("success", True) else "failed"
+                    body = f"{part.get('name')} {ok}: {part.get('content')}"
+                else:
+                    body = str(part.get("text", ""))
+                label = message["role"] if kind == "text" else kind
+                console.print(Text.assemble((f"  {label:>11}  ", "dim"), body))
+
+
+@session_group.command(name="compact")
+@workspace_options
+@click.option("--session", "-s", "session", default=None, help="The session to compact.")
+@click.option("--all", "all_sessions", is_flag=True, help="Compact every session.")
+@click.option(
+    "--keep",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Turns to keep (default: the session_keep_turns setting).",
+)
+@json_option
+def session_compact(
+    workspace: str | None,
+    group: str | None,
+    session: str | None,
+    all_sessions: bool,
+    keep: int | None,
+    as_json: bool,
+) -> None:
+    """Keep the last turns of a transcript; older turns move to sessions/archive/."""
+    if (session is None) == (not all_sessions):
+        raise click.UsageError("give either --session ID or --all")
+    with open_memory(workspace, group) as memory:
+        if all_sessions:
+            done = memory.compact_transcripts(keep=keep)
+        else:
+            assert session is not None
+            done = [memory.compact_transcript(session, keep=keep)]
+    if as_json:
+        print_json([result.to_dict() for result in done])
+        return
+    for result in done:
+        where = f" to {result.archive}" if result.archive else ""
+        console.print(
+            f"{result.session}: kept {result.kept} turn(s), archived {result.archived}{where}",
+            markup=False,
+        )
+
+
+# -- core -------------------------------------------------------------------------
+
+
+@click.group(name="core")
+def core_group() -> None:
+    """Core files: AGENT.md, USER.md, SOUL.md (always in the prompt)."""
+
+
+@core_group.command(name="show")
+@workspace_options
+@click.argument("name", type=click.Choice(["agent", "user", "soul"], case_sensitive=False))
+@json_option
+def core_show(workspace: str | None, group: str | None, name: str, as_json: bool) -> None:
+    """Print core file NAME."""
+    with open_memory(workspace, group) as memory:
+        text = memory.core(name)
+    if as_json:
+        print_json({"name": name, "text": text})
+    else:
+        click.echo(text, nl=False)
+
+
+@core_group.command(name="set")
+@workspace_options
+@click.argument("name", type=click.Choice(["agent", "user", "soul"], case_sensitive=False))
+@click.argument("text", required=False)
+def core_set(workspace: str | None, group: str | None, name: str, text: str | None) -> None:
+    """Replace core file NAME with TEXT (or standard input); secrets are redacted."""
+    body = read_stdin() if text is None else text
+    with open_memory(workspace, group) as memory:
+        written = memory.set_core(name, body)
+    console.print(f"Wrote core/{name.upper()}.md ({len(written)} characters).", markup=False)
+
+
+# -- working ----------------------------------------------------------------------
+
+
+@click.group(name="working")
+def working_group() -> None:
+    """Working memory: priorities, tasks, open threads, recent progress (bounded)."""
+
+
+@working_group.command(name="show")
+@workspace_options
+@json_option
+def working_show(workspace: str | None, group: str | None, as_json: bool) -> None:
+    """The sections of WORKING_MEMORY.md and their items."""
+    with open_memory(workspace, group) as memory:
+        current = memory.working()
+    if as_json:
+        print_json({key: list(current.items(key)) for key in SECTIONS})
+        return
+    for key, title in SECTIONS.items():
+        console.print(Text(title, "bold"))
+        for item in current.items(key):
+            console.print(Text(f"  - {item}"))
+
+
+@working_group.command(name="add")
+@workspace_options
+@click.argument("section", type=click.Choice([k for k in SECTIONS if k != "recent_progress"]))
+@click.argument("text")
+def working_add(workspace: str | None, group: str | None, section: str, text: str) -> None:
+    """Add TEXT to SECTION."""
+    with open_memory(workspace, group) as memory:
+        dropped = memory.working_add(section, text)
+    _report_dropped(len(dropped))
+
+
+@working_group.command(name="progress")
+@workspace_options
+@click.argument("text")
+def working_progress(workspace: str | None, group: str | None, text: str) -> None:
+    """Note progress (the oldest progress leaves first when the file is full)."""
+    with open_memory(workspace, group) as memory:
+        dropped = memory.working_progress(text)
+    _report_dropped(len(dropped))
+
+
+def _report_dropped(count: int) -> None:
+    extra = f"; {count} older item(s) moved to today's daily note" if count else ""
+    console.print(f"Saved{extra}.", markup=False)
+
+
+# -- semantic ---------------------------------------------------------------------
+
+_SEMANTIC = click.Choice(["facts", "preferences", "projects"])
+
+
+@click.group(name="semantic")
+def semantic_group() -> None:
+    """Semantic memory: facts.md, preferences.md, projects.md (fetched on demand)."""
+
+
+@semantic_group.command(name="list")
+@workspace_options
+@click.argument("name", type=_SEMANTIC)
+@json_option
+def semantic_list(workspace: str | None, group: str | None, name: str, as_json: bool) -> None:
+    """The items of semantic file NAME, with their line numbers."""
+    with open_memory(workspace, group) as memory:
+        items = memory.semantic(name)
+    if as_json:
+        print_json([{"line": i.line, "text": i.text, "heading": i.heading} for i in items])
+        return
+    for item in items:
+        console.print(Text(f"{item.line:>5}  {item.text}"))
+
+
+@semantic_group.command(name="add")
+@workspace_options
+@click.argument("name", type=_SEMANTIC)
+@click.argument("text")
+def semantic_add(workspace: str | None, group: str | None, name: str, text: str) -> None:
+    """Append TEXT to semantic file NAME (once)."""
+    with open_memory(workspace, group) as memory:
+        added = memory.semantic_add(name, text)
+    message = f"Added at line {added.line}." if added else "Already there."
+    console.print(message, markup=False)
+
+
+@semantic_group.command(name="remove")
+@workspace_options
+@click.argument("name", type=_SEMANTIC)
+@click.argument("item")
+def semantic_remove(workspace: str | None, group: str | None, name: str, item: str) -> None:
+    """Remove ITEM (its exact text, or its line number) from semantic file NAME."""
+    which: str | int = int(item) if item.isdigit() else item
+    with open_memory(workspace, group) as memory:
+        removed = memory.semantic_remove(name, which)
+    console.print(f"Removed {len(removed)} item(s).", markup=False)
+
+
+# -- notes ------------------------------------------------------------------------
+
+
+@click.group(name="notes")
+def notes_group() -> None:
+    """The notebook: notes/inbox, notes/zettel, notes/maps, linked with [[name]]."""
+
+
+@notes_group.command(name="new")
+@workspace_options
+@click.argument("title")
+@click.argument("body", required=False, default="")
+@click.option("--folder", type=click.Choice(["inbox", "zettel", "maps"]), default="inbox")
+@json_option
+def notes_new(
+    workspace: str | None, group: str | None, title: str, body: str, folder: str, as_json: bool
+) -> None:
+    """Create a note titled TITLE."""
+    with open_memory(workspace, group) as memory:
+        note = memory.note_create(title, body, folder=folder)
+    if as_json:
+        print_json({"name": note.name, "folder": note.folder})
+    else:
+        console.print(f"Created {note.folder}/{note.name}.md", markup=False)
+
+
+@notes_group.command(name="list")
+@workspace_options
+@click.option("--folder", type=click.Choice(["inbox", "zettel", "maps"]), default=None)
+@json_option
+def notes_list(workspace: str | None, group: str | None, folder: str | None, as_json: bool) -> None:
+    """The notes, by folder."""
+    with open_memory(workspace, group) as memory:
+        found = memory.notes(folder)
+    if as_json:
+        print_json([{"name": note.name, "folder": note.folder} for note in found])
+        return
+    for note in found:
+        console.print(Text(f"{note.folder:>7}  {note.name}"))
+
+
+@notes_group.command(name="show")
+@workspace_options
+@click.argument("name")
+@json_option
+def notes_show(workspace: str | None, group: str | None, name: str, as_json: bool) -> None:
+    """Print note NAME, and the notes that link to it."""
+    with open_memory(workspace, group) as memory:
+        text = memory.note(name)
+        linked_from = [note.name for note in memory.backlinks(name)]
+    if as_json:
+        print_json({"name": name, "text": text, "backlinks": linked_from})
+        return
+    click.echo(text, nl=False)
+    if linked_from:
+        console.print(Text(f"\nlinked from: {', '.join(linked_from)}", "dim"))
+
+
+@notes_group.command(name="link")
+@workspace_options
+@click.argument("source")
+@click.argument("target")
+def notes_link(workspace: str | None, group: str | None, source: str, target: str) -> None:
+    """Add a [[TARGET]] link to note SOURCE."""
+    with open_memory(workspace, group) as memory:
+        added = memory.note_link(source, target)
+    console.print("Linked." if added else "Already linked.", markup=False)
+
+
+@notes_group.command(name="move")
+@workspace_options
+@click.argument("name")
+@click.argument("folder", type=click.Choice(["inbox", "zettel", "maps"]))
+def notes_move(workspace: str | None, group: str | None, name: str, folder: str) -> None:
+    """Move note NAME to FOLDER (zettel keeps an inbox note)."""
+    with open_memory(workspace, group) as memory:
+        note = memory.note_move(name, folder)
+    console.print(f"Moved to {note.folder}/{note.name}.md", markup=False)
+
+
+@session_group.command(name="summarize")
+@workspace_options
+@click.argument("session")
+@json_option
+def session_summarize(
+    workspace: str | None, group: str | None, session: str, as_json: bool
+) -> None:
+    """/compact: summarize SESSION's turns since its last summary into
+    summaries/<session>.md and MEMORY.md; the next run starts fresh.
+
+    The extractive summarizer (no model) unless MEMSTRATA_SUMMARIZER names
+    one (openai or anthropic, with MEMSTRATA_SUMMARY_MODEL)."""
+    with open_memory(workspace, group) as memory:
+        done = memory.compact_session(session)
+    if as_json:
+        print_json(done.to_dict())
+        return
+    console.print(
+        f"Summarized turns {done.turns[0]}-{done.turns[1]} of {done.session} with "
+        f"{done.summarizer} into {done.path} and {len(done.items)} MEMORY.md item(s).",
+        markup=False,
+    )
+    click.echo(done.summary, nl=False)

@@ -1,0 +1,388 @@
+"""``Memory.build_context`` and ``Memory.compact_session`` (issue 6): the
+memory sections of a system prompt within a token budget, on top of search
+(for gating) and the layers; and session summaries (``/compact``).
+
+``compact_session`` summarizes a session's turns (the extractive summarizer
+unless one is given), appends the summary to ``summaries/<session>.md``, puts
+its bullets into MEMORY.md under ``## Session Compaction <time>`` and marks
+the session so that the next run starts fresh (seed 001's
+``nextRunNoContinue``): ``build_context`` then shows no turn from before the
+summary. The raw transcript is left untouched. A session whose turns since
+the last summary pass ``session_summary_tokens`` is summarized automatically
+after the turn that passed it (qracer), with the extractive summarizer unless
+``MEMSTRATA_SUMMARIZER`` names a model. That turn is durable by then, so the
+automatic summary never raises: a model that cannot be set up or fails is
+replaced by the extractive summarizer, and every failure is a notice
+(``status().notices`` and a log warning), never an exception that would make
+the caller record the turn a second time.
+
+Reads come from RAM: the long-term facts from the store (rendered once per
+change of it) and gated by a BM25 index in RAM (``context.gate``: no query
+embedding, no index file), the layer files and the session's transcript from
+a cache that one ``stat`` per file per call keeps honest (a hand edit is seen
+at the next call). No file is read while it is unchanged.
+"""
+
+from __future__ import annotations
+
+import builtins
+import logging
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar, cast
+
+from ..context.build import Context, assemble, render_facts
+from ..context.gate import FactGate
+from ..context.summarize import ExtractiveSummarizer, Summarizer, summarizer_from_env
+from ..context.tokens import EstimateCounter, TokenCounter
+from ..errors import InvalidInput, MemstrataError, NotFound
+from ..model import Item, Source, WriteEvent, category_title, clean_session, now, valid_text
+from ..storage.files import append_durable, storage_errors
+from ..storage.workspace import session_stem
+from ..stores import core as core_layer
+from ..stores import transcripts as history
+from ..stores import working as working_layer
+from ..stores.compaction import update_meta
+from ..stores.longterm import OP_PUT
+from ..stores.session_state import StateEntry, parse_state
+from .search import Searching
+
+__all__ = ["Prompting", "SessionSummary"]
+
+_T = TypeVar("_T")
+log = logging.getLogger("memstrata")
+
+RECENT_TURNS = 20
+LESSONS = 5
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSummary:
+    """What ``compact_session`` wrote."""
+
+    session: str
+    summarizer: str
+    path: str  # summaries/<session>.md
+    summary: str
+    turns: tuple[int, int]  # first and last seq summarized
+    items: tuple[str, ...]  # the MEMORY.md items made from its bullets
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "session": self.session,
+            "summarizer": self.summarizer,
+            "path": self.path,
+            "turns": list(self.turns),
+            "items": list(self.items),
+            "summary": self.summary,
+        }
+
+
+class Prompting(Searching):
+    """Context building for the prompt, and session summaries."""
+
+    _file_cache: dict[Path, tuple[tuple[int, int], object]] | None = None
+    _gate: FactGate | None = None
+    _summary_counts: dict[str, int] | None = None
+    _facts_cache: tuple[tuple[int, int, int], list[tuple[str, str]]] | None = None
+
+    def build_context(
+        self,
+        prompt: str,
+        *,
+        session: str | None = None,
+        budget_tokens: int,
+        counter: TokenCounter | None = None,
+    ) -> Context:
+        """Core, working memory, session state, long-term memory (whole or gated
+        by ``prompt``), lessons and the recent conversation of ``session``, in
+        that order, within ``budget_tokens``."""
+        if not isinstance(prompt, str):
+            raise InvalidInput(f"prompt must be a string, not {type(prompt).__name__}")
+        if isinstance(budget_tokens, bool) or not isinstance(budget_tokens, int):
+            raise InvalidInput("budget_tokens must be a whole number")
+        if budget_tokens < 1:
+            raise InvalidInput(f"budget_tokens must be >= 1, not {budget_tokens}")
+        name = clean_session(session)
+        self._check_open()
+        counting = counter or EstimateCounter()
+        root = self.workspace.path
+        core = []
+        for file in core_layer.FILES.values():
+            text = self._cached_text(root / "core" / file)
+            if text:
+                core.append((f"core/{file}", text))
+        working_text = self._cached_text(working_layer.path(self.workspace))
+        state_path = self.workspace.session_state(name)
+        state_lines = [
+            f"- {entry.category}: {entry.text}" for entry in self._cached_state(state_path)
+        ]
+        gate = self._fact_gate()  # also picks up other processes' writes
+
+        def gated(limit: int) -> Iterator[tuple[str, str]]:
+            """The facts relevant to the prompt, best first; then the newest others."""
+            by_id = self._items_by_id()
+            seen = set()
+            for item_id in gate.top(prompt, min(limit, 60)):
+                item = by_id.get(item_id)
+                if item is not None and item.is_live:
+                    seen.add(item.id)
+                    yield category_title(item.category), f"- {item.text}"
+            # at most a few hundred lines fit any budget: no need to walk them all
+            with self._state:
+                newest = self._store.newest(lambda i: i.is_live, min(limit, budget_tokens // 2))
+            for item in newest:
+                if item.id not in seen:
+                    yield category_title(item.category), f"- {item.text}"
+
+        with self._state:
+            lessons = [f"- {lesson.text}" for lesson in self._lessons.top(LESSONS)]
+        recent = None
+        if name is not None:
+            path = history.transcript_path(self.workspace, name)
+            lines = self._cached_recent(path)
+            if lines:
+                recent = (path.relative_to(root).as_posix(), lines)
+        return assemble(
+            budget_tokens,
+            counting,
+            core=core,
+            working=("working/WORKING_MEMORY.md", working_text) if working_text else None,
+            state=(state_path.relative_to(root).as_posix(), state_lines) if state_lines else None,
+            facts=gate.live,
+            whole=self._live_facts,
+            gated=gated,
+            lessons=lessons,
+            recent=recent,
+        )
+
+    # -- RAM caches ------------------------------------------------------------------
+
+    def _fact_gate(self) -> FactGate:
+        gate = self._gate
+        if gate is None:
+            gate = self._gate = FactGate()
+        self._refresh()
+        with self._state:
+            gate.sync(self._store.items, self.fact_generation, self.fact_changes)
+        return gate
+
+    def _items_by_id(self) -> dict[str, Item]:
+        with self._state:
+            return self._store.items
+
+    def _live_facts(self) -> builtins.list[tuple[str, str]]:
+        """Every live fact as (heading, line), rendered once per change of the store."""
+        with self._state:
+            store = self._store
+            version = (id(store.items), store.lsn, len(store.items))
+            cached = self._facts_cache
+            if cached is not None and cached[0] == version:
+                return cached[1]
+            facts = render_facts(list(store.items.values()))
+        self._facts_cache = (version, facts)
+        return facts
+
+    def _cached(self, path: Path, load: Callable[[Path], _T]) -> _T | None:
+        """``load(path)``, kept until the file's size or mtime change (None: no file)."""
+        cache = self._file_cache
+        if cache is None:
+            cache = self._file_cache = {}
+        try:
+            info = path.stat()
+        except FileNotFoundError:
+            cache.pop(path, None)
+            return None
+        key = (info.st_size, info.st_mtime_ns)
+        hit = cache.get(path)
+        if hit is not None and hit[0] == key:
+            return cast(_T, hit[1])
+        value = load(path)
+        cache[path] = (key, value)
+        return value
+
+    def _cached_text(self, path: Path) -> str:
+        return self._cached(path, _read) or ""
+
+    def _cached_state(self, path: Path) -> builtins.list[StateEntry]:
+        return self._cached(path, lambda p: parse_state(_read(p))) or []
+
+    def _cached_recent(self, path: Path) -> builtins.list[str]:
+        def load(_: Path) -> builtins.list[str]:
+            return history.conversation_lines(history.turns_since_summary(path)[-RECENT_TURNS:])
+
+        return self._cached(path, load) or []
+
+    # -- the live window ---------------------------------------------------------------
+
+    def recovery_context(self, session: str | None = None, *, chars: int = 4000) -> str:
+        """What an agent needs after its window was compacted (Qanot): the end of
+        the working buffer, the session state and today's daily note, each
+        labelled, within ``chars`` characters in all."""
+        if isinstance(chars, bool) or not isinstance(chars, int) or chars < 1:
+            raise InvalidInput(f"chars must be a whole number >= 1, not {chars!r}")
+        name = clean_session(session)
+        root = self.workspace.path
+        parts = []
+        today = now().astimezone().date().isoformat()
+        sources = [
+            ("Working buffer (memory/working-buffer.md)", root / "memory" / "working-buffer.md"),
+            ("Session state", self.workspace.session_state(name)),
+            (f"Today's notes (memory/{today}.md)", root / "memory" / f"{today}.md"),
+        ]
+        share = max(chars // len(sources), 1)  # text[-0:] would be all of it
+        for title, path in sources:
+            text = self._cached_text(path).strip()
+            if text:
+                tail = text if len(text) <= share else "…" + text[-share:]
+                parts.append(f"## {title}\n{tail}")
+        if not parts:
+            return "Context was compacted; no working buffer, session state or notes were found."
+        return "Context was compacted. What was kept about the conversation so far:\n\n" + (
+            "\n\n".join(parts)
+        )
+
+    # -- /compact --------------------------------------------------------------------
+
+    def compact_session(
+        self, session: str, *, summarizer: Summarizer | None = None
+    ) -> SessionSummary:
+        """Summarize the session's turns since its last summary (see the module)."""
+        name = clean_session(session)
+        if name is None:
+            raise InvalidInput("compact_session needs a session")
+        self._check_open()
+        path = history.transcript_path(self.workspace, name)
+        if not path.exists():
+            raise NotFound(f"no transcript for session {name!r}")
+        turns = history.turns_since_summary(path)
+        if not turns:
+            raise InvalidInput(f"session {name!r} has no turn since its last summary")
+        chosen = summarizer or summarizer_from_env()
+        summary = valid_text(chosen.summarize(turns))  # a model may take seconds: no lock
+        at = now()
+        stamp = at.strftime("%Y-%m-%d %H:%M")
+        first, last = turns[0].seq, turns[-1].seq
+        bullets = [
+            line[2:].strip()
+            for line in summary.splitlines()
+            if line.startswith("- ") and line[2:].strip() and line[2:].strip() != "none"
+        ]
+        events: builtins.list[WriteEvent] = []
+        with storage_errors("write the session summary"), self._lock:
+            folder = self.workspace.path / "summaries"
+            folder.mkdir(parents=True, exist_ok=True)
+            target = folder / f"{session_stem(name)}.md"
+            block = f"## Session Compaction {stamp} (turns {first}-{last}, {chosen.name})\n\n"
+            append_durable(
+                target,
+                (block + summary.strip() + "\n\n").encode(),
+                header=f"# Summaries of session {name}\n\n".encode(),
+            )
+            self._catch_up(repair=True)
+            category = f"Session Compaction {stamp}"
+            items = []
+            for bullet in bullets:
+                item = self._live_or_new(bullet[:4000], category, Source.AGENT, name, at)
+                if not item.hits:
+                    items.append(item)
+            if items:
+                payload = {"items": [item.to_dict() for item in items], "reason": "compaction"}
+                self._write(OP_PUT, payload, sync=True)
+                self._after_write()
+            update_meta(
+                self.workspace,
+                name,
+                {
+                    "next_run_no_continue": True,
+                    "fresh_after_seq": last,
+                    "summarized_at": at.isoformat(),
+                },
+            )
+            self._summary_tokens.pop(name, None)
+            where = target.relative_to(self.workspace.path).as_posix()
+            events.append(WriteEvent("summary", "put", summary, Source.AGENT, where, name))
+            if items:
+                ids = tuple(item.id for item in items)
+                events.append(
+                    WriteEvent("fact", "put", summary, Source.AGENT, "MEMORY.md", name, ids)
+                )
+        self._notify(*events)
+        return SessionSummary(
+            name, chosen.name, where, summary, (first, last), tuple(i.id for i in items)
+        )
+
+    @property
+    def _summary_tokens(self) -> dict[str, int]:
+        if self._summary_counts is None:
+            self._summary_counts = {}
+        return self._summary_counts
+
+    def _after_turn(self, turn: history.Turn) -> None:
+        """The automatic summary after a durable turn; never raises (see the module)."""
+        limit = self.settings.session_summary_tokens
+        if not limit:
+            return
+        try:
+            self._count_and_summarize(turn, limit)
+        except MemstrataError as exc:
+            self._notice(f"session {turn.session}: the automatic summary failed: {exc}")
+            self._summary_tokens[turn.session] = 0
+        except Exception as exc:  # a bug must not turn a durable turn into an error
+            log.exception("memstrata: the automatic summary of session %s failed", turn.session)
+            self._notice(f"session {turn.session}: the automatic summary failed: {exc!r}")
+            self._summary_tokens[turn.session] = 0
+
+    def _count_and_summarize(self, turn: history.Turn, limit: int) -> None:
+        counts = self._summary_tokens
+        if turn.session not in counts:
+            path = history.transcript_path(self.workspace, turn.session)
+            counts[turn.session] = sum(_tokens(t) for t in history.turns_since_summary(path))
+        else:
+            counts[turn.session] += _tokens(turn)
+        if counts[turn.session] <= limit:
+            return
+
+        def fell_back(why: MemstrataError) -> None:
+            self._notice(
+                f"session {turn.session}: the model summary could not run ({why}); "
+                "the extractive summary was written instead"
+            )
+
+        self.compact_session(turn.session, summarizer=_Fallback(fell_back))
+
+
+class _Fallback:
+    """The summarizer ``MEMSTRATA_SUMMARIZER`` names, replaced by the extractive
+    one when it cannot be set up or fails (``failed`` is told why)."""
+
+    def __init__(self, failed: Callable[[MemstrataError], None]) -> None:
+        self._failed = failed
+        self.name = "extractive"
+
+    def summarize(self, turns: Sequence[history.Turn]) -> str:
+        try:
+            chosen = summarizer_from_env()
+        except MemstrataError as exc:  # e.g. a model provider without a model name
+            return self._extractive(turns, exc)
+        if isinstance(chosen, ExtractiveSummarizer):
+            return chosen.summarize(turns)
+        try:
+            text = chosen.summarize(turns)
+        except MemstrataError as exc:  # the model is down, or said nothing
+            return self._extractive(turns, exc)
+        self.name = chosen.name
+        return text
+
+    def _extractive(self, turns: Sequence[history.Turn], why: MemstrataError) -> str:
+        self._failed(why)
+        return ExtractiveSummarizer().summarize(turns)
+
+
+def _read(path: Path) -> str:
+    return path.read_text(encoding="utf-8", errors="replace")
+
+
+def _tokens(turn: history.Turn) -> int:
+    return (len(turn.text_of("user")) + len(turn.text_of("assistant")) + 3) // 4

@@ -1,0 +1,541 @@
+"""The search calls of ``Memory`` (issue 5): ``search``, ``reindex``, ``gate``,
+on top of ``index`` (the derived index) and ``Engine`` (store and hooks).
+
+* **Derived and lazy.** The index (``.memstrata/index.sqlite``) is opened at
+  the first search. Every search first brings it up to date: files written
+  through this ``Memory`` (its write hooks mark them) are indexed at once;
+  every searchable file is checked by size and mtime, and by SHA-256 when
+  those changed, at the first search after open and then at most every
+  ``RESCAN_SECONDS`` (so hand edits and other processes' writes are found);
+  an append-only file that only grew (transcripts, daily notes) has only its
+  new lines chunked. Long-term facts come from the RAM store: those the
+  engine's change log names since the last sync (the whole store is compared
+  only at the first sync), so a hand edit of MEMORY.md taken in at open is
+  searchable and a write costs the index only the facts it touched.
+* **Embeddings** are computed in batches for chunks that have none, before
+  the search that needs them. If the embedder cannot load, search runs on
+  BM25 alone and says so: a warning in the log (once), a notice in
+  ``status()``, and ``index_status()["embedder"]`` names the reason.
+* Searches of one ``Memory`` are serialised (one index connection); they
+  never take the workspace's writer lock.
+* **Several processes** share the index file: a sync first takes in what the
+  others indexed (``Index.refresh``) and the store what they wrote; facts are
+  indexed under the index's write lock from the store as it is then, so the
+  last process to index a fact indexes its latest state. An index found
+  damaged is replaced by an empty one and the sync runs again on it.
+* **Bounded work.** ``k`` is a whole number >= 1; above ``MAX_K`` it is
+  clamped to ``MAX_K`` (a search never ranks more than that). A query longer
+  than ``MAX_QUERY_CHARS`` is refused (``InvalidInput``).
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import hashlib
+import logging
+import re
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..context.tokens import EstimateCounter
+from ..errors import BackendUnavailable, InvalidInput
+from ..index.chunks import Chunk, chunk_file, fact_chunks, layer_of, memory_md_lines
+from ..index.chunks import searchable_files as list_searchable
+from ..index.hybrid import Filters, Hit, Vectors, Weights, hybrid
+from ..index.lexical import Lexical
+from ..index.sqlite import FileState, Index, IndexCorrupt, Stale
+from ..model import Item, WriteEvent, now, valid_text
+from .engine import Engine
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from ..embed import Embedder
+
+__all__ = ["IndexReport", "Searching"]
+
+log = logging.getLogger("memstrata")
+
+RESCAN_SECONDS = 10.0
+MAX_K = 1000
+MAX_QUERY_CHARS = 4000
+EMBED_BATCH = 256
+_STALE_TRIES = 5  # an append decided again at most this often, then Conflict
+_APPEND_ONLY = ("transcripts", "daily_notes")
+LAYERS = frozenset(
+    {"long_term", "daily_notes", "semantic", "notebook", "core", "working", "session_state",
+     "transcripts", "lessons"}
+)  # fmt: skip
+
+# What a search looks in unless asked for more: not the files that are in every
+# prompt anyway (core, working memory, session state).
+DEFAULT_LAYERS = LAYERS - {"core", "working", "session_state"}
+
+# Layers found by BM25 alone: daily notes repeat the transcript's exchanges
+# (``record_turn`` writes both), so embedding them would double the cost.
+UNEMBEDDED = frozenset({"daily_notes"})
+
+Progress = Callable[[str, int, int], None]  # (stage, done, total)
+
+
+@dataclass(frozen=True, slots=True)
+class IndexReport:
+    """What a sync or ``reindex`` did."""
+
+    files_indexed: int
+    files_removed: int
+    chunks: int
+    vectors: int
+    embedder: str
+    seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "files_indexed": self.files_indexed,
+            "files_removed": self.files_removed,
+            "chunks": self.chunks,
+            "vectors": self.vectors,
+            "embedder": self.embedder,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+class Searching(Engine):
+    """Hybrid search over every searchable file of the workspace."""
+
+    _search_state: _SearchState | None = None
+
+    # -- public ------------------------------------------------------------------
+
+    def search(
+        self,
+        query: str,
+        *,
+        k: int = 10,
+        layers: Iterable[str] | None = None,
+        session: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        source: str | None = None,
+        include_superseded: bool = False,
+        weights: Weights | None = None,
+    ) -> builtins.list[Hit]:
+        """The ``k`` best chunks for ``query`` (BM25 and vectors fused), each with
+        its path, line range, snippet, score, layer and times. ``layers``
+        defaults to every layer but those in every prompt (core, working,
+        session_state). ``k`` above ``MAX_K`` is taken as ``MAX_K``."""
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidInput("the query must be a non-empty string")
+        if len(query) > MAX_QUERY_CHARS:
+            raise InvalidInput(
+                f"the query is {len(query)} characters; the limit is {MAX_QUERY_CHARS}"
+            )
+        query = valid_text(query)
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise InvalidInput(f"k must be a whole number >= 1, not {k!r}")
+        k = min(k, MAX_K)
+        wanted = DEFAULT_LAYERS if layers is None else frozenset(layers)
+        if wanted is not None and wanted - LAYERS:
+            unknown = ", ".join(sorted(wanted - LAYERS))
+            raise InvalidInput(f"unknown layer {unknown}; known: {', '.join(sorted(LAYERS))}")
+        filters = Filters(wanted, session, since, until, source, None, include_superseded)
+        self._check_open()
+        state = self._searcher()
+        with state.lock:
+            self._sync(state)
+            embed = self._query_embedder(state)
+            return hybrid(
+                state.index,
+                query,
+                k,
+                filters,
+                embed=embed,
+                vectors=state.vectors,
+                lexical=state.lexical,
+                weights=weights or Weights(),
+                now=now(),
+                line_of=lambda chunk: self._line_of(state, chunk),
+            )
+
+    def reindex(
+        self, *, full: bool = False, progress: Progress | None = None, warm: bool = False
+    ) -> IndexReport:
+        """Bring the index up to date with every file now (``full``: drop it and
+        rebuild it from the files); ``warm``: also build what searches keep in
+        RAM (the BM25 postings, the vector matrix), for a process that will
+        search next (a server), so that its first search does not."""
+        self._check_open()
+        state = self._searcher()
+        with state.lock:
+            if full:
+                with contextlib.suppress(IndexCorrupt):  # then it was replaced by an empty one
+                    state.index.drop()
+                state.facts_generation = None  # compare the whole store again
+            state.last_scan = 0.0
+            report = self._sync(state, progress=progress)
+            if warm:
+                state.lexical.warm(state.index)
+                if state.embedder is not None and state.index.vectors:
+                    state.vectors.warm(state.index, state.embedder.dim)
+            return report
+
+    def index_status(self) -> dict[str, Any]:
+        """Index size, chunks, vectors, embedder, and files changed since the
+        last sync (without syncing)."""
+        self._check_open()
+        state = self._searcher()
+        with state.lock:
+            self._embedder(state)  # so that the status tells whether it loads
+            stale = sum(1 for _ in self._changed_files(state))
+            return {
+                "path": str(state.index.path),
+                "bytes": state.index.size_bytes(),
+                "chunks": len(state.index.chunks),
+                "vectors": len(state.index.vectors),
+                "embedder": state.embedder_name,
+                "stale_files": stale,
+            }
+
+    def gate(self, prompt: str, budget_tokens: int, *, k: int = 20) -> builtins.list[Hit]:
+        """Retrieval-gated injection (seed 001): the memory chunks most relevant to
+        the tail of ``prompt`` (chat-log noise stripped), best first, within
+        ``budget_tokens`` (len/4 per chunk)."""
+        if not isinstance(prompt, str):
+            raise InvalidInput(f"prompt must be a string, not {type(prompt).__name__}")
+        if isinstance(budget_tokens, bool) or not isinstance(budget_tokens, int):
+            raise InvalidInput("budget_tokens must be a whole number")
+        tail = prompt_tail(prompt)
+        if not tail or budget_tokens <= 0:
+            return []
+        hits = self.search(tail, k=k, layers=("long_term", "semantic", "notebook", "lessons"))
+        chosen, used = [], 0
+        counter = EstimateCounter()
+        for hit in hits:
+            cost = max(counter.count(hit.text), 1)
+            if used + cost > budget_tokens:
+                continue
+            chosen.append(hit)
+            used += cost
+        return chosen
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:  # a close refused (a full disk) must not keep the index open
+            self._close_search()
+
+    # -- write hooks ---------------------------------------------------------------
+
+    def _notify(self, *events: WriteEvent) -> None:
+        state = self._search_state
+        if state is not None:
+            with state.dirty_lock:
+                state.dirty.update(event.path for event in events if event.path)
+        super()._notify(*events)
+
+    # -- internals -----------------------------------------------------------------
+
+    def _searcher(self) -> _SearchState:
+        if self._search_state is None:
+            index = Index(self.workspace.system / "index.sqlite", read_only=self.read_only)
+            self._search_state = _SearchState(index)
+            if index.rebuilt:
+                log.info("memstrata: building the search index of %s", self.workspace.path)
+        return self._search_state
+
+    def _close_search(self) -> None:
+        state, self._search_state = self._search_state, None
+        if state is not None:
+            state.index.close()
+
+    def _sync(self, state: _SearchState, progress: Progress | None = None) -> IndexReport:
+        try:
+            return self._sync_once(state, progress)
+        except IndexCorrupt:  # it was replaced by an empty index: fill that one
+            return self._sync_once(state, progress)
+
+    def _sync_once(self, state: _SearchState, progress: Progress | None) -> IndexReport:
+        started = time.perf_counter()
+        index = state.index
+        index.refresh()  # what other processes indexed
+        if index.resets != state.resets:  # emptied or loaded again: compare everything
+            state.resets = index.resets
+            state.facts_generation = None
+            state.last_scan = 0.0
+        with state.dirty_lock:
+            dirty, state.dirty = state.dirty, set()
+        try:
+            return self._sync_files(state, dirty, progress, started)
+        except BaseException:
+            with state.dirty_lock:  # not indexed: the next sync tries them again
+                state.dirty |= dirty
+            raise
+
+    def _sync_files(
+        self, state: _SearchState, dirty: set[str], progress: Progress | None, started: float
+    ) -> IndexReport:
+        index = state.index
+        indexed = removed = 0
+        full_scan = time.monotonic() - state.last_scan >= RESCAN_SECONDS
+        paths = self._changed_files(state) if full_scan else self._dirty_files(dirty)
+        todo = list(paths)
+        for number, (relative, path) in enumerate(todo, start=1):
+            if progress is not None:
+                progress("files", number, len(todo))
+            if path is None:
+                index.replace(relative, [], None)
+                removed += 1
+            elif self._index_file(state, relative, path):
+                indexed += 1
+        if full_scan:
+            state.last_scan = time.monotonic()
+        self._sync_facts(state)
+        vectors = self._embed_missing(state, progress)
+        return IndexReport(
+            indexed,
+            removed,
+            len(index.chunks),
+            vectors,
+            state.embedder_name,
+            time.perf_counter() - started,
+        )
+
+    def _changed_files(self, state: _SearchState) -> Iterable[tuple[str, Path | None]]:
+        """Every searchable file whose size or mtime differ from the index, and
+        every indexed file that is gone."""
+        root = self.workspace.path
+        seen = set()
+        for path in list_searchable(self.workspace):
+            relative = path.relative_to(root).as_posix()
+            seen.add(relative)
+            known = state.index.files.get(relative)
+            try:
+                info = path.stat()
+            except FileNotFoundError:
+                continue
+            if known is None or (known.size, known.mtime_ns) != (info.st_size, info.st_mtime_ns):
+                yield relative, path
+        for relative in list(state.index.files):
+            if relative not in seen:
+                yield relative, None
+
+    def _dirty_files(self, dirty: set[str]) -> Iterable[tuple[str, Path | None]]:
+        root = self.workspace.path
+        for relative in sorted(dirty):
+            if relative == "MEMORY.md" or layer_of(relative) is None:
+                continue
+            path = root / relative
+            yield relative, (path if path.is_file() else None)
+
+    def _index_file(self, state: _SearchState, relative: str, path: Path) -> bool:
+        """(Re)chunk one file; False when its content had not changed. An append
+        decided on what another process has re-indexed meanwhile is decided again."""
+        for _ in range(_STALE_TRIES - 1):
+            with contextlib.suppress(Stale):
+                return self._index_file_once(state, relative, path)
+        return self._index_file_once(state, relative, path)
+
+    def _index_file_once(self, state: _SearchState, relative: str, path: Path) -> bool:
+        index = state.index
+        try:
+            info = path.stat()
+            data = path.read_bytes()
+        except FileNotFoundError:
+            index.replace(relative, [], None)
+            return True
+        known = index.files.get(relative)
+        # one pass: the hash of what was indexed before, then of the whole file
+        hashing = hashlib.sha256(data[: known.size] if known is not None else b"")
+        before = hashing.hexdigest()
+        hashing.update(data[known.size :] if known is not None else data)
+        digest = hashing.hexdigest()
+        fresh = FileState(len(data), info.st_mtime_ns, digest)
+        if known is not None and known.sha256 == digest:
+            index.replace(relative, [], fresh, append=True)
+            return False
+        layer = layer_of(relative)
+        if (
+            known is not None
+            and layer in _APPEND_ONLY
+            and len(data) > known.size
+            and data[known.size - 1 : known.size] == b"\n"
+            and before == known.sha256
+        ):
+            offset = data[: known.size].count(b"\n")
+            tail = chunk_file(relative, data[known.size :])
+            if layer == "daily_notes":
+                tail = [c for c in tail if c.title]  # a tail without its heading: re-chunk
+                if not tail:
+                    index.replace(relative, chunk_file(relative, data), fresh)
+                    return True
+            moved = [_shift(chunk, offset) for chunk in tail]
+            index.replace(relative, moved, fresh, append=True)
+            return True
+        index.replace(relative, chunk_file(relative, data), fresh)
+        return True
+
+    def _sync_facts(self, state: _SearchState) -> None:
+        """Long-term items changed since the last sync, from the engine's change
+        log of item ids; the whole store is compared with the index only at the
+        first sync and after the store (or its log) or the index was started
+        again. The store catches up with the journal under the index's write
+        lock: a fact another process changes after that is indexed after this."""
+        self._refresh()
+        with self._state:
+            if (state.facts_generation, state.facts_seen) == (
+                self.fact_generation,
+                len(self.fact_changes),
+            ):
+                return
+        with state.index.transaction():
+            self._catch_up(repair=False)
+            with self._state:
+                generation, seen = self.fact_generation, len(self.fact_changes)
+                refs, changed = self._changed_facts(state)
+            if refs:
+                state.index.replace_refs("MEMORY.md", refs, fact_chunks(changed, {}))
+        state.facts_generation, state.facts_seen = generation, seen  # once committed
+
+    def _changed_facts(self, state: _SearchState) -> tuple[builtins.list[str], builtins.list[Item]]:
+        """The refs to index again since the last sync, and the live items among them."""
+        items = self._store.items
+        if state.facts_generation != self.fact_generation:
+            indexed = {c.ref: c for c in state.index.path_chunks("MEMORY.md") if c.ref}
+            changed = [
+                item
+                for key, item in items.items()
+                if (chunk := indexed.get(key)) is None
+                or (chunk.text, chunk.title, chunk.live) != (item.text, item.category, item.is_live)
+            ]
+            return [item.id for item in changed] + [r for r in indexed if r not in items], changed
+        touched = dict.fromkeys(self.fact_changes[state.facts_seen :])
+        return list(touched), [items[key] for key in touched if key in items]
+
+    def _line_of(self, state: _SearchState, chunk: Chunk) -> tuple[int, int]:
+        if chunk.path != "MEMORY.md" or chunk.ref is None:
+            return chunk.line_start, chunk.line_end
+        path = self.workspace.memory_md
+        try:
+            info = path.stat()
+        except FileNotFoundError:
+            return 0, 0
+        key = (info.st_size, info.st_mtime_ns)
+        if state.md_key != key:
+            state.md_lines = memory_md_lines(path.read_text(encoding="utf-8", errors="replace"))
+            state.md_key = key
+        line = state.md_lines.get(chunk.ref, 0)
+        return line, line
+
+    # -- embeddings ----------------------------------------------------------------
+
+    def _embedder(self, state: _SearchState) -> Embedder | None:
+        if state.embedder is None and state.embedder_error is None:
+            if self.settings.embedder == "none":
+                state.embedder_error = state.embedder_name = "none (BM25 only, by setting)"
+                return None
+            try:
+                from ..embed import load_embedder
+
+                state.embedder = load_embedder(self.settings.embedder)
+                state.embedder_name = state.embedder.name
+            except (BackendUnavailable, ImportError) as exc:
+                state.embedder_error = str(exc)
+                state.embedder_name = f"unavailable: {exc}"
+                self._notice(f"search runs on BM25 alone: {exc}")  # logged as a warning
+        return state.embedder
+
+    def _embed_missing(self, state: _SearchState, progress: Progress | None) -> int:
+        embedder = self._embedder(state)
+        index = state.index
+        if embedder is None:
+            return len(index.vectors)
+        if index.vector_model not in (None, embedder.name):
+            index.set_vectors(embedder.name, {})  # another model's vectors: drop them
+        missing = sorted(
+            cid for cid in index.unembedded if index.chunks[cid].layer not in UNEMBEDDED
+        )
+        done = 0
+        for start in range(0, len(missing), EMBED_BATCH):
+            # a chunk another process removed meanwhile is gone from the mirror
+            batch = [cid for cid in missing[start : start + EMBED_BATCH] if cid in index.chunks]
+            bodies = [index.chunks[cid].body for cid in batch]
+            unique = list(dict.fromkeys(bodies))  # repeated texts ("ok", "thanks") once
+            matrix = embedder.embed(unique)
+            row_of = {body: row for row, body in enumerate(unique)}
+            index.set_vectors(
+                embedder.name,
+                {
+                    cid: matrix[row_of[body]].tobytes()
+                    for cid, body in zip(batch, bodies, strict=True)
+                },
+            )
+            done += len(batch)
+            if progress is not None:
+                progress("vectors", done, len(missing))
+        return len(index.vectors)
+
+    def _query_embedder(self, state: _SearchState) -> Callable[[str], np.ndarray] | None:
+        embedder = self._embedder(state)
+        if embedder is None:
+            return None
+
+        def embed(text: str) -> np.ndarray:
+            vector: np.ndarray = embedder.embed([text])[0]
+            return vector
+
+        return embed
+
+
+class _SearchState:
+    """The open index of one ``Memory`` and what its syncs remember."""
+
+    def __init__(self, index: Index) -> None:
+        self.index = index
+        self.lock = threading.RLock()
+        self.dirty_lock = threading.Lock()
+        self.dirty: set[str] = set()
+        self.last_scan = 0.0
+        self.facts_generation: int | None = None  # of the engine's change log, when synced
+        self.facts_seen = 0  # place in that log
+        self.resets = index.resets  # of the index's mirror, when synced
+        self.vectors = Vectors()
+        self.lexical = Lexical()
+        self.embedder: Embedder | None = None
+        self.embedder_error: str | None = None
+        self.embedder_name = "not loaded yet"
+        self.md_key: tuple[int, int] | None = None
+        self.md_lines: dict[str, int] = {}
+
+
+def _shift(chunk: Chunk, offset: int) -> Chunk:
+    return replace(chunk, line_start=chunk.line_start + offset, line_end=chunk.line_end + offset)
+
+
+_CLOCK = re.compile(r"^\[?\d{1,2}:\d{2}(?::\d{2})?\]?\s*")
+_WORD = re.compile(r"\w")
+_NOISE = (
+    "user:", "assistant:", "agent:", "system:", "**user:**", "**agent:**", "human:", "ai:",
+)  # fmt: skip
+
+
+def prompt_tail(prompt: str, chars: int = 600) -> str:
+    """The last ``chars`` characters of a prompt with chat-log noise removed:
+    speaker labels, timestamps in brackets, and lines of markup only."""
+    lines = []
+    for line in prompt.splitlines():
+        text = _CLOCK.sub("", line.strip())
+        lowered = text.lower()
+        for label in _NOISE:
+            if lowered.startswith(label):
+                text = text[len(label) :].strip()
+                break
+        if text and _WORD.search(text):
+            lines.append(text)
+    joined = " ".join(lines)
+    return joined[-chars:]

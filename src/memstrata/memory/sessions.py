@@ -1,0 +1,282 @@
+"""The transcript calls of ``Memory`` (issue 7): ``record_turn`` and the
+sessions it builds, on top of ``history`` (the files) and ``Engine`` (the lock,
+hooks, quarantine).
+
+* ``record_turn`` redacts every text and every tool argument and result,
+  takes the next seq under the workspace lock, appends the turn to
+  ``sessions/<session>.jsonl`` and its events to the audit log (both fsynced
+  before return), appends the exchange to today's daily note through the
+  same code path as ``record_exchange``, and compacts the transcript when it
+  passed ``session_max_turns`` or ``session_max_bytes``.
+* The transcript line is the durable point: once it is written, nothing
+  ``record_turn`` does after it (the daily note, the compaction, the
+  automatic summary) raises. A failure there is a notice (``status().notices``
+  and a log warning), so a caller never records the same turn twice.
+* Lone surrogates in any text, tool argument or result become U+FFFD
+  (``model.valid_text``) before redaction.
+* A session's last seq is kept in RAM with the size and mtime of its file; a
+  file another process (or a person) changed is read again.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import json
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from ..capture.secrets import redact, redact_value
+from ..errors import InvalidInput, MemstrataError, NotFound
+from ..migrations import transcripts as migrate
+from ..model import Source, WriteEvent, aware, clean_session, now, valid_text
+from ..storage.files import atomic_write, storage_errors
+from ..stores import daily as notes
+from ..stores import transcripts as history
+from ..stores.compaction import Compaction, compact
+from ..stores.transcripts import SessionInfo, Turn
+from .engine import Engine
+
+__all__ = ["Transcripts"]
+
+
+class Transcripts(Engine):
+    """Transcripts, audit logs, daily notes and session compaction."""
+
+    _heads: dict[str, tuple[int, int, int, int]]  # session -> (seq, turns, size, mtime_ns)
+    _verified: migrate.Verified  # transcripts known good: path -> (size, mtime_ns)
+    _verified_dirty = False
+
+    def record_turn(
+        self,
+        session: str,
+        *,
+        user: str,
+        assistant: str,
+        reasoning: str | None = None,
+        tool_calls: Sequence[Mapping[str, Any]] = (),
+        tool_results: Sequence[Mapping[str, Any]] = (),
+        meta: Mapping[str, Any] | None = None,
+        at: datetime | None = None,
+    ) -> Turn:
+        """Append one completed turn to the session's transcript, its events to
+        the audit log and the exchange to today's daily note; durable on return."""
+        name = clean_session(session)
+        if name is None:
+            raise InvalidInput("record_turn needs a session")
+        when = now() if at is None else aware(at)
+        safe_calls = [_redacted(call) for call in _sequence(tool_calls, "tool_calls")]
+        safe_results = [_redacted(result) for result in _sequence(tool_results, "tool_results")]
+        pieces = {"user": user, "assistant": assistant}
+        for label, value in pieces.items():
+            if not isinstance(value, str):
+                raise InvalidInput(f"{label} must be a string, not {type(value).__name__}")
+        self._check_open()
+        events: builtins.list[WriteEvent] = []
+        with storage_errors("record the turn"), self._lock:
+            last, count = self._head(name)
+            seq = last + 1
+            turn = history.build_turn(
+                name,
+                seq,
+                when,
+                user=_safe(user),
+                assistant=_safe(assistant),
+                reasoning=_safe(reasoning) if isinstance(reasoning, str) else reasoning,
+                tool_calls=safe_calls,
+                tool_results=safe_results,
+                meta=_redacted(meta) if meta is not None else None,
+            )
+            path = history.transcript_path(self.workspace, name)
+            where = path.relative_to(self.workspace.path).as_posix()
+            good = self._verified.get(where) == _stat_key(path)  # None == None: a new file
+            transcript, _audit = history.append_turn(self.workspace, turn)
+            self._remember_head(name, seq, count + 1, transcript)
+            if good:  # a known-good file plus a turn written here: still good
+                self._verified[where] = self._heads[name][2:]
+                self._verified_dirty = True
+            text = f"{turn.text_of('user')}\n{turn.text_of('assistant')}"
+            events.append(WriteEvent("turn", "put", text, Source.USER, where, name, (turn.id,)))
+            events += self._after_append(turn, when)
+        self._notify(*events)
+        self._after_turn(turn)
+        return turn
+
+    def _after_append(self, turn: Turn, when: datetime) -> builtins.list[WriteEvent]:
+        """The daily note and the compaction of a durable turn (lock held): a
+        failure is a notice, never an exception (see the module)."""
+        events = []
+        try:
+            with storage_errors("write the daily note"):
+                user, assistant = turn.text_of("user"), turn.text_of("assistant")
+                events.append(self._note(user, assistant, turn.session, when))
+        except MemstrataError as exc:
+            self._notice(f"session {turn.session}: turn {turn.seq} is not in the daily note: {exc}")
+        try:
+            with storage_errors("compact the transcript"):
+                self._maybe_compact(turn.session)
+        except MemstrataError as exc:
+            self._notice(f"session {turn.session}: the transcript was not compacted: {exc}")
+        return events
+
+    def _note(self, user: str, agent: str, session: str | None, when: datetime) -> WriteEvent:
+        """Append an exchange (already redacted) to the daily note (lock held)."""
+        return self._append_note(notes.note_block(user, agent, when), session, when)
+
+    def _head(self, session: str) -> tuple[int, int]:
+        """The session's last seq and number of turns (lock held): from RAM
+        while the file is as this process left it, else read again."""
+        path = history.transcript_path(self.workspace, session)
+        try:
+            info = path.stat()
+        except FileNotFoundError:
+            self._heads.pop(session, None)
+            return 0, 0
+        cached = self._heads.get(session)
+        if cached is not None and cached[2:] == (info.st_size, info.st_mtime_ns):
+            return cached[0], cached[1]
+        seq = history.last_seq(self.workspace, session, self._quarantine)
+        return seq, len(history.read_turns(self.workspace, session))
+
+    def _remember_head(self, session: str, seq: int, count: int, path: Path) -> None:
+        info = path.stat()
+        self._heads[session] = (seq, count, info.st_size, info.st_mtime_ns)
+
+    def _maybe_compact(self, session: str) -> None:
+        limits = self.settings
+        _, turns, size, _ = self._heads[session]
+        too_long = bool(limits.session_max_turns) and turns > limits.session_max_turns
+        too_big = bool(limits.session_max_bytes) and size > limits.session_max_bytes
+        if too_long or too_big:
+            done = compact(self.workspace, session, limits.session_keep_turns)
+            self._heads.pop(session, None)
+            if done.archived:
+                self._notice(
+                    f"session {session}: {done.archived} older turn(s) moved to {done.archive}"
+                )
+
+    # -- reads and maintenance ---------------------------------------------------
+
+    def sessions(self) -> builtins.list[SessionInfo]:
+        """Every session with a transcript, the most recently active first."""
+        self._check_open()
+        return history.list_sessions(self.workspace)
+
+    def turns(
+        self, session: str, *, last: int | None = None, archived: bool = False
+    ) -> builtins.list[Turn]:
+        """The session's turns in order (``last``: only the last N; ``archived``:
+        with the ones compactions moved to ``sessions/archive/``, each once);
+        ``NotFound`` for a session without a transcript."""
+        if last is not None and (isinstance(last, bool) or not isinstance(last, int) or last < 0):
+            raise InvalidInput(f"last must be a whole number >= 0, not {last!r}")
+        name = _session(session)
+        self._check_open()
+        if not history.transcript_path(self.workspace, name).exists():
+            raise NotFound(f"no transcript for session {name!r}")
+        found = history.read_turns(self.workspace, name, archived=archived)
+        return found[-last:] if last else ([] if last == 0 else found)
+
+    def audit(self, session: str) -> builtins.list[dict[str, Any]]:
+        """The session's audit events, in order."""
+        name = _session(session)
+        self._check_open()
+        return history.read_audit(self.workspace, name)
+
+    def compact_transcript(self, session: str, *, keep: int | None = None) -> Compaction:
+        """Keep the last ``keep`` turns (default: the ``session_keep_turns``
+        setting) of the session's transcript; the older ones move to
+        ``sessions/archive/`` and are summarised in its metadata record."""
+        name = _session(session)
+        self._check_open()
+        if not history.transcript_path(self.workspace, name).exists():
+            raise NotFound(f"no transcript for session {name!r}")
+        keep_last = self.settings.session_keep_turns if keep is None else keep
+        with storage_errors("compact the transcript"), self._lock:
+            done = compact(self.workspace, name, keep_last)
+            self._heads.pop(name, None)
+        return done
+
+    def compact_transcripts(self, *, keep: int | None = None) -> builtins.list[Compaction]:
+        """``compact_transcript`` for every session."""
+        return [self.compact_transcript(info.session, keep=keep) for info in self.sessions()]
+
+    def _upgrade_history(self) -> None:
+        """Version 1 transcripts and q15 turn files upgraded at open (lock held);
+        transcripts known good since the last close are not read again."""
+        self._heads = {}
+        self._verified = _load_verified(self._verified_path())
+        self._verified_dirty = False
+        if self.read_only:  # read as they are: nothing upgraded, set aside or cached
+            return
+        before = dict(self._verified)
+        for notice in migrate.upgrade(self.workspace, self._quarantine, self._verified):
+            self._notice(notice)
+        self._verified_dirty = self._verified != before
+        self._save_verified()
+
+    def close(self) -> None:
+        if not self._closed and self._verified_dirty and not self.read_only:
+            with contextlib.suppress(OSError):
+                self._save_verified()
+        super().close()
+
+    def _verified_path(self) -> Path:
+        return self.workspace.system / "transcripts-verified.json"
+
+    def _save_verified(self) -> None:
+        """Keep the known-good transcripts for the next open (a cache: losing it
+        only means reading them again)."""
+        if self._verified_dirty:
+            data = json.dumps({k: list(v) for k, v in sorted(self._verified.items())})
+            atomic_write(self._verified_path(), data.encode(), durable=False)
+            self._verified_dirty = False
+
+
+def _stat_key(path: Path) -> tuple[int, int] | None:
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        return None
+    return info.st_size, info.st_mtime_ns
+
+
+def _load_verified(path: Path) -> migrate.Verified:
+    try:
+        data = json.loads(path.read_bytes())
+        return {str(k): (int(v[0]), int(v[1])) for k, v in data.items()}
+    except (OSError, ValueError, TypeError, IndexError, AttributeError):
+        return {}
+
+
+def _session(session: str) -> str:
+    name = clean_session(session)
+    if name is None:
+        raise InvalidInput("a session is needed")
+    return name
+
+
+def _sequence(value: Any, name: str) -> Sequence[Mapping[str, Any]]:
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        raise InvalidInput(f"{name} must be a list of mappings")
+    return value
+
+
+def _safe(text: str) -> str:
+    """``text`` as it may be stored: valid Unicode, secrets redacted."""
+    return redact(valid_text(text)).text
+
+
+def _redacted(value: Any) -> Any:
+    """``value`` as JSON data with secrets redacted in every string, keys and values
+    alike, and under credential-named keys; its shape is kept (a mapping stays a
+    mapping with the same keys, a JSON string stays JSON): redaction never makes a
+    turn invalid. The value is walked, never redacted as serialized text."""
+    try:
+        # (lone surrogates replaced: ``json.dumps`` keeps them as they are)
+        data = json.loads(valid_text(json.dumps(value, ensure_ascii=False, default=str)))
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise InvalidInput(f"cannot be stored as JSON: {exc}") from exc
+    return redact_value(data)[0]

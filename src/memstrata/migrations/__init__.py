@@ -1,0 +1,1 @@
+"""What runs at open to bring older layouts up to date."""

@@ -1,0 +1,196 @@
+"""The workspace: one folder of human-readable memory per group.
+
+Layout (DESIGN.md, "Layers")::
+
+    <workspace>/
+      core/AGENT.md  core/USER.md  core/SOUL.md      always in the prompt
+      working/WORKING_MEMORY.md                      bounded active state
+      MEMORY.md                                      long-term facts (stable ids)
+      memory/          daily notes, LTM_SNAPSHOT.json, LTM_AUDIT.jsonl, lessons
+      semantic/        facts.md  preferences.md  projects.md
+      notes/inbox/  notes/zettel/  notes/maps/       the notebook
+      sessions/        transcripts (JSONL)
+      summaries/       session summaries
+      memstrata.toml   settings (read by the CLI and servers only)
+      .memstrata/      journal, lock, quarantine, indexes (system-owned)
+      groups/<name>/   other groups' workspaces under the same root
+
+``init`` creates what is missing and never overwrites a file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from ..errors import InvalidInput, NotFound
+from .files import create_new, storage_errors
+
+__all__ = ["GROUP_NAME", "Workspace", "init_workspace", "session_stem"]
+
+GROUP_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,62}")
+
+_TEMPLATES = {
+    "core/AGENT.md": "AGENT.md",
+    "core/USER.md": "USER.md",
+    "core/SOUL.md": "SOUL.md",
+    "working/WORKING_MEMORY.md": "WORKING_MEMORY.md",
+    "semantic/facts.md": "facts.md",
+    "semantic/preferences.md": "preferences.md",
+    "semantic/projects.md": "projects.md",
+    "memstrata.toml": "memstrata.toml",
+}
+_DIRECTORIES = (
+    "core",
+    "working",
+    "memory",
+    "semantic",
+    "notes/inbox",
+    "notes/zettel",
+    "notes/maps",
+    "sessions",
+    "summaries",
+    ".memstrata/quarantine",
+)
+_SAFE_STEM = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")
+_UNSAFE_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
+_SYSTEM_GITIGNORE = (
+    "# machine-local files of memstrata\nlock\nlock.gate\n*.tmp-*\nindex.sqlite*\n"
+    "transcripts-verified.json\n"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Workspace:
+    """Paths of one group's workspace."""
+
+    root: Path
+    path: Path
+    group: str | None
+
+    @classmethod
+    def locate(cls, root: Path, group: str | None = None) -> Workspace:
+        """The workspace of ``group`` under ``root`` (``None``: the root's own)."""
+        if group is None:
+            return cls(root, root, None)
+        if not isinstance(group, str) or not GROUP_NAME.fullmatch(group):
+            raise InvalidInput(
+                f"group name {group!r} is not allowed: use 1-63 of a-z, 0-9, '_' and '-', "
+                "starting with a letter or digit"
+            )
+        return cls(root, root / "groups" / group, group)
+
+    @property
+    def memory_md(self) -> Path:
+        return self.path / "MEMORY.md"
+
+    @property
+    def system(self) -> Path:
+        return self.path / ".memstrata"
+
+    @property
+    def journal(self) -> Path:
+        return self.system / "journal.wal"
+
+    @property
+    def lock(self) -> Path:
+        return self.system / "lock"
+
+    @property
+    def quarantine(self) -> Path:
+        return self.system / "quarantine"
+
+    @property
+    def snapshot(self) -> Path:
+        return self.path / "memory" / "LTM_SNAPSHOT.json"
+
+    @property
+    def audit(self) -> Path:
+        return self.path / "memory" / "LTM_AUDIT.jsonl"
+
+    @property
+    def lessons(self) -> Path:
+        return self.path / "memory" / "LESSONS.jsonl"
+
+    @property
+    def lessons_audit(self) -> Path:
+        return self.path / "memory" / "LESSONS_AUDIT.jsonl"
+
+    @property
+    def documents_audit(self) -> Path:
+        """What the journaled file changes (``store.docs``) did, without their text."""
+        return self.path / "memory" / "DOCS_AUDIT.jsonl"
+
+    @property
+    def rules(self) -> Path:
+        """Workspace capture rule packs (``*.toml``), added to the built-in ones."""
+        return self.path / "rules"
+
+    @property
+    def config(self) -> Path:
+        return self.path / "memstrata.toml"
+
+    def session_state(self, session: str | None) -> Path:
+        """SESSION-STATE.md of ``session``: the root one for no session."""
+        if session is None:
+            return self.path / "SESSION-STATE.md"
+        return self.path / "sessions" / session_stem(session) / "SESSION-STATE.md"
+
+    def exists(self) -> bool:
+        """True when the workspace has been initialised."""
+        return self.system.is_dir()
+
+    def require(self) -> None:
+        """Raise ``NotFound`` unless the workspace has been initialised."""
+        if not self.exists():
+            hint = f" --group {self.group}" if self.group else ""
+            raise NotFound(
+                f"no memstrata workspace at {self.path} (create it with "
+                f"`memstrata init --workspace {self.root}{hint}`)"
+            )
+
+    def missing(self) -> list[str]:
+        """Layout entries (relative paths) that are not there."""
+        wanted = list(_DIRECTORIES) + list(_TEMPLATES)
+        return [name for name in wanted if not (self.path / name).exists()]
+
+
+def init_workspace(workspace: Workspace) -> list[str]:
+    """Create whatever of the layout is missing; returns what was created."""
+    if workspace.path.exists() and not workspace.path.is_dir():
+        raise InvalidInput(f"{workspace.path} exists and is not a folder")
+    created: list[str] = []
+    templates = resources.files("memstrata") / "templates"
+    with storage_errors(f"create the workspace at {workspace.path}"):
+        workspace.path.mkdir(parents=True, exist_ok=True)
+        for name in _DIRECTORIES:
+            target = workspace.path / name
+            if not target.is_dir():
+                target.mkdir(parents=True, exist_ok=True)
+                created.append(name + "/")
+        for name, template in _TEMPLATES.items():
+            target = workspace.path / name
+            if not target.exists() and create_new(target, (templates / template).read_bytes()):
+                created.append(name)
+        ignore = workspace.system / ".gitignore"
+        if not ignore.exists():
+            create_new(ignore, _SYSTEM_GITIGNORE.encode())
+        elif not (workspace.system / "lock.gate").exists():  # from before the lock's turnstile
+            known = ignore.read_text(encoding="utf-8", errors="replace")
+            if "lock.gate" not in known.split():
+                with ignore.open("a", encoding="utf-8") as out:
+                    out.write(("" if known.endswith("\n") or not known else "\n") + "lock.gate\n")
+    return created
+
+
+def session_stem(session: str) -> str:
+    """A file name for a session id: the id itself when it is a plain name,
+    else a readable slug plus a hash of the id (so two ids never share a file)."""
+    if _SAFE_STEM.fullmatch(session) and not session.endswith("."):
+        return session
+    slug = _UNSAFE_CHARS.sub("-", session).strip("-.")[:40] or "session"
+    digest = hashlib.sha256(session.encode()).hexdigest()[:10]
+    return f"{slug}-{digest}"

@@ -1,0 +1,138 @@
+"""Session compaction (MiQi): the older turns of a transcript move to
+``sessions/archive/<stem>.jsonl``, noted with an extractive summary in the
+transcript's metadata record.
+
+* The archive is appended (and fsynced) before the transcript is rewritten
+  atomically: a crash in between leaves turns in both, never in neither;
+  readers count each once by its id, and the next compaction does not
+  archive a turn twice.
+* ``update_meta`` rewrites only the metadata record; every turn line is kept
+  byte for byte. The caller holds the workspace lock.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import InvalidInput
+from ..model import now
+from ..storage.files import append_durable, atomic_write
+from ..storage.workspace import Workspace
+from .transcripts import (
+    SCHEMA_VERSION,
+    Turn,
+    archive_path,
+    format_time,
+    jsonl_lines,
+    read_records,
+    relative_path,
+    transcript_path,
+    turn_or_none,
+)
+
+__all__ = ["Compaction", "compact", "summarize", "update_meta"]
+
+
+@dataclass(frozen=True, slots=True)
+class Compaction:
+    """What ``compact`` did to one session."""
+
+    session: str
+    kept: int
+    archived: int
+    archive: str | None
+    summary: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "session": self.session,
+            "kept": self.kept,
+            "archived": self.archived,
+            "archive": self.archive,
+            "summary": self.summary,
+        }
+
+
+def summarize(turns: Sequence[Turn], limit: int = 20, chars: int = 120) -> str:
+    """An extractive summary of ``turns``: the first user line of each (at most
+    ``limit`` turns, the first and the last ones kept), with its seq."""
+
+    def line(turn: Turn) -> str:
+        said = " ".join(turn.text_of("user").split())
+        said = said if len(said) <= chars else said[: chars - 3].rstrip() + "..."
+        return f"- #{turn.seq} ({format_time(turn.created_at)[:10]}) user: {said}"
+
+    if len(turns) <= limit:
+        return "\n".join(line(turn) for turn in turns)
+    head, tail = turns[: limit // 2], turns[-(limit - limit // 2) :]
+    skipped = len(turns) - len(head) - len(tail)
+    return "\n".join(
+        [*(line(t) for t in head), f"- … {skipped} more turns …", *(line(t) for t in tail)]
+    )
+
+
+def compact(workspace: Workspace, session: str, keep_last: int) -> Compaction:
+    """Keep the metadata and the last ``keep_last`` turns of the session's
+    transcript; move the others to ``archive/<stem>.jsonl`` (appended and
+    fsynced first; a turn already there is not written twice) and note them,
+    with an extractive summary, in the metadata record. The caller holds the lock."""
+    if isinstance(keep_last, bool) or not isinstance(keep_last, int) or keep_last < 0:
+        raise InvalidInput(f"keep must be a whole number >= 0, not {keep_last!r}")
+    path = transcript_path(workspace, session)
+    records = read_records(path)
+    meta = records[0] if records and records[0].get("kind") == "meta" else None
+    turns = [(record, turn_or_none(record)) for record in records if record is not meta]
+    valid = [(record, turn) for record, turn in turns if turn is not None]
+    cut = max(len(valid) - keep_last, 0)
+    if cut == 0:
+        return Compaction(session, len(valid), 0, None, "")
+    old, kept = valid[:cut], valid[cut:]
+    archive = archive_path(workspace, session)
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    there = {record.get("id") for record in read_records(archive)}
+    fresh = [record for record, _ in old if record.get("id") not in there]
+    if fresh:
+        append_durable(archive, jsonl_lines(fresh))
+    old_turns = [turn for _, turn in old if turn is not None]
+    summary = summarize(old_turns)
+    archive_name = relative_path(workspace, archive)
+    entry = {
+        "at": format_time(now()),
+        "archived": len(old),
+        "seq_range": [old_turns[0].seq, old_turns[-1].seq],
+        "archive": archive_name,
+        "summary": summary,
+    }
+    new_meta = {
+        **(meta or {}),
+        "schema_version": SCHEMA_VERSION,
+        "kind": "meta",
+        "session": session,
+        "compactions": [*(meta or {}).get("compactions", []), entry],
+    }
+    atomic_write(path, jsonl_lines([new_meta, *(record for record, _ in kept)]))
+    return Compaction(session, len(kept), len(old), archive_name, summary)
+
+
+def update_meta(workspace: Workspace, session: str, changes: Mapping[str, Any]) -> dict[str, Any]:
+    """Set fields of the transcript's metadata record (made when missing); the
+    file is rewritten atomically, every turn line kept byte for byte. The
+    caller holds the lock. Returns the new metadata."""
+    path = transcript_path(workspace, session)
+    data = path.read_bytes() if path.exists() else b""
+    lines = data.splitlines(keepends=True)
+    meta: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "kind": "meta", "session": session}
+    if lines:
+        try:
+            first = json.loads(lines[0])
+        except (UnicodeDecodeError, ValueError):
+            first = None
+        if isinstance(first, dict) and first.get("kind") == "meta":
+            meta = first
+            lines = lines[1:]
+    meta.update(changes)
+    atomic_write(path, jsonl_lines([meta]) + b"".join(lines))
+    return meta

@@ -1,0 +1,57 @@
+"""Core memory: core/AGENT.md (role), USER.md (the user), SOUL.md (voice), always injected.
+
+* ``read`` gives a file's text exactly as stored (line breaks as ``\\n``).
+* ``write`` replaces a file atomically and durably with the redacted text,
+  ending in a line break; the other core files are untouched.
+* A name is ``"agent"``, ``"user"``, ``"soul"`` or the file name
+  (``"AGENT.md"``...), in any case; anything else is ``InvalidInput``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import InvalidInput
+from ..model import check_document
+from ..storage.workspace import Workspace
+from .text import read_text, redacted, write_text
+
+__all__ = ["FILES", "path", "read", "write"]
+
+FILES = {"agent": "AGENT.md", "user": "USER.md", "soul": "SOUL.md"}
+
+
+def path(workspace: Workspace, name: str) -> Path:
+    """Where core file ``name`` lives (``InvalidInput`` for an unknown name)."""
+    return workspace.path / "core" / _file_name(name)
+
+
+def read(workspace: Workspace, name: str) -> str:
+    """The text of core file ``name``; ``NotFound`` if missing, ``Corrupt`` if not UTF-8."""
+    return read_text(path(workspace, name), f"core/{_file_name(name)}")
+
+
+def write(workspace: Workspace, name: str, text: str) -> str:
+    """Replace core file ``name`` with ``text`` redacted; returns what was written.
+
+    Atomic and durable; the result ends in exactly the text given (secrets
+    replaced) plus a line break when it had none.
+    """
+    if not isinstance(text, str):
+        raise InvalidInput(f"core text must be a string, not {type(text).__name__}")
+    check_document(text, f"core/{_file_name(name)}")
+    safe = redacted(text)
+    if safe and not safe.endswith("\n"):
+        safe += "\n"
+    write_text(path(workspace, name), safe, f"core/{_file_name(name)}")
+    return safe
+
+
+def _file_name(name: str) -> str:
+    if isinstance(name, str):
+        key = name.strip().casefold()
+        key = key.removesuffix(".md")
+        if key in FILES:
+            return FILES[key]
+    allowed = ", ".join([*FILES, *FILES.values()])
+    raise InvalidInput(f"core file must be one of {allowed}, not {name!r}")

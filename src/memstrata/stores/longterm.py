@@ -1,0 +1,469 @@
+"""Long-term memory held in RAM, checkpointed to MEMORY.md and a snapshot.
+
+Files (both written with ``atomic_write``, MEMORY.md first):
+
+* ``MEMORY.md`` -- what a person reads and edits (``store.markdown``).
+* ``memory/LTM_SNAPSHOT.json`` -- every item with all its metadata, the
+  journal lsn the checkpoint covers, and the fingerprint (size, mtime, inode,
+  sha256) of the MEMORY.md rendered from exactly those items.
+
+Invariants:
+
+* RAM is the state; files are checkpoints of it. ``apply`` is the only way a
+  journal record changes RAM, and applying the same record twice is harmless
+  (puts carry the whole item, deletes are by id).
+* A MEMORY.md whose fingerprint differs from the one recorded at the last
+  checkpoint was edited by hand. ``store.handedit`` turns the difference
+  between the file and the content it started from into put/delete changes,
+  which the caller journals like any other write -- so a hand edit is never
+  overwritten and never applied twice.
+* **Nothing forgotten is gone at once.** An item deleted by ``forget`` or by
+  hand moves to ``forgotten`` (with when and why), is kept in the snapshot
+  for the retention period, and a put of the same id (``restore``) brings it
+  back. Deletions for other reasons (``compact``) are final.
+* A snapshot that cannot be read is the caller's to quarantine; the items are
+  then rebuilt from MEMORY.md (``items_from_markdown``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+import hashlib
+import json
+import os
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from ..errors import Corrupt, InvalidInput
+from ..model import (
+    DEFAULT_CATEGORY,
+    KEY_VERSION,
+    Item,
+    Source,
+    dedupe_key,
+    new_item_id,
+    normalize_text,
+    now,
+    parse_time,
+    parse_time_or_none,
+)
+from ..storage.journal import Record
+from . import markdown
+
+__all__ = [
+    "Change",
+    "Fingerprint",
+    "Forgotten",
+    "LongTermStore",
+    "Snapshot",
+    "items_from_markdown",
+    "snapshot_row",
+]
+
+SNAPSHOT_FORMAT = 1
+OP_PUT = "ltm.put"
+OP_DELETE = "ltm.del"
+
+
+# A file modified less than this before its stat was recorded may be modified
+# again with the same size, mtime (clocks and file systems are coarse) and a
+# reused inode number: its stat proves nothing and its content is compared
+# (git's "racily clean" rule).
+_RACY_NS = 2_500_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class Fingerprint:
+    """Identity of one rendered MEMORY.md; a mismatch means a hand edit."""
+
+    size: int
+    mtime_ns: int
+    inode: int
+    sha256: str
+    checked_ns: int = 0  # when the stat was taken (0: unknown, never trusted alone)
+
+    @classmethod
+    def of(cls, path: Path, data: bytes) -> Fingerprint:
+        """The fingerprint of ``path``, which was just written with ``data``."""
+        checked = time.time_ns()
+        st = os.stat(path)
+        sha = hashlib.sha256(data).hexdigest()
+        return cls(st.st_size, st.st_mtime_ns, st.st_ino, sha, checked)
+
+    @classmethod
+    def read(cls, path: Path) -> tuple[Fingerprint, bytes]:
+        """Read ``path``; stat first, so a later change never matches the result."""
+        checked = time.time_ns()
+        st = os.stat(path)
+        data = path.read_bytes()
+        sha = hashlib.sha256(data).hexdigest()
+        return cls(st.st_size, st.st_mtime_ns, st.st_ino, sha, checked), data
+
+    def check(self, path: Path) -> Fingerprint | None:
+        """This fingerprint, refreshed, while ``path`` still holds what it
+        describes; None once the file changed (or is gone).
+
+        The stat alone decides only when it was taken well after the file's
+        last change; otherwise the content is hashed (and a refreshed
+        fingerprint, stat first, lets the next check trust the stat).
+        """
+        checked = time.time_ns()
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            return None
+        same = (st.st_size, st.st_mtime_ns, st.st_ino) == (self.size, self.mtime_ns, self.inode)
+        if same and self.mtime_ns + _RACY_NS < self.checked_ns:
+            return self
+        if st.st_size != self.size:
+            return None
+        if hashlib.sha256(path.read_bytes()).hexdigest() != self.sha256:
+            return None
+        return Fingerprint(st.st_size, st.st_mtime_ns, st.st_ino, self.sha256, checked)
+
+    def matches(self, path: Path) -> bool:
+        """True when ``path`` still holds what this fingerprint describes."""
+        return self.check(path) is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "size": self.size,
+            "mtime_ns": self.mtime_ns,
+            "inode": self.inode,
+            "sha256": self.sha256,
+            "checked_ns": self.checked_ns,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Fingerprint | None:
+        if not isinstance(data, dict):
+            return None
+        try:
+            return cls(
+                int(data["size"]),
+                int(data["mtime_ns"]),
+                int(data["inode"]),
+                str(data["sha256"]),
+                int(data.get("checked_ns", 0)),
+            )
+        except (KeyError, TypeError, ValueError):
+            return None
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """A loaded LTM_SNAPSHOT.json.
+
+    ``keys`` maps the de-duplication key of each live item to its id, stored so
+    that open does not normalize every text again (None when the snapshot was
+    written with another ``KEY_VERSION``).
+    """
+
+    lsn: int
+    markdown: Fingerprint | None
+    items: dict[str, Item]
+    keys: dict[str, str] | None = None
+    forgotten: dict[str, Forgotten] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, path: Path) -> Snapshot:
+        """Read a snapshot; ``Corrupt`` if it is not one."""
+        try:
+            with _gc_paused():  # 100k small objects: collections would only slow this down
+                return cls._parse(path.read_bytes())
+        except (ValueError, KeyError, TypeError, InvalidInput) as exc:
+            raise Corrupt(f"{path.name} is not a readable snapshot: {exc}") from exc
+
+    @classmethod
+    def _parse(cls, raw: bytes) -> Snapshot:
+        data = json.loads(raw)
+        if not isinstance(data, dict):
+            raise ValueError("not a JSON object")
+        if data.get("format") != SNAPSHOT_FORMAT:
+            raise ValueError(f"unknown snapshot format {data.get('format')!r}")
+        items = {}
+        keys: dict[str, str] | None = {} if data.get("key_version") == KEY_VERSION else None
+        for row in data["items"]:
+            item = Item.from_dict(row)
+            items[item.id] = item
+            if keys is not None and "key" in row:
+                keys[row["key"]] = item.id
+        fingerprint = Fingerprint.from_dict(data.get("markdown"))
+        forgotten = [Forgotten.from_dict(row) for row in data.get("forgotten", [])]
+        gone = {entry.item.id: entry for entry in forgotten if entry.item.id not in items}
+        return cls(int(data["lsn"]), fingerprint, items, keys, gone)
+
+    @staticmethod
+    def encode(
+        lsn: int,
+        markdown: Fingerprint,
+        rows: Iterable[str],
+        forgotten: Iterable[Forgotten] = (),
+    ) -> bytes:
+        """The file's bytes, from one JSON object text per item (``snapshot_row``)."""
+        head = {
+            "format": SNAPSHOT_FORMAT,
+            "lsn": lsn,
+            "markdown": markdown.to_dict(),
+            "key_version": KEY_VERSION,
+            "forgotten": [entry.to_dict() for entry in forgotten],
+        }
+        opening = json.dumps(head, separators=(",", ":"))[:-1]
+        return f'{opening},"items":[{",".join(rows)}]}}'.encode()
+
+
+def snapshot_row(item: Item, key: str | None) -> str:
+    """One item's JSON text in the snapshot (``key``: its de-duplication key if live)."""
+    row = item.to_dict()
+    if key is not None:
+        row["key"] = key
+    return json.dumps(row, ensure_ascii=False, separators=(",", ":"))
+
+
+# Deletions whose items stay restorable (``LongTermStore.forgotten``).
+RESTORABLE = frozenset({"forget", "hand_delete"})
+
+
+@dataclass(frozen=True, slots=True)
+class Forgotten:
+    """An item deleted by ``forget`` or by hand, restorable until the retention ends."""
+
+    item: Item
+    at: datetime
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"item": self.item.to_dict(), "at": self.at.isoformat(), "reason": self.reason}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Forgotten:
+        if not isinstance(data, dict):
+            raise ValueError("a forgotten entry must be an object")
+        return cls(Item.from_dict(data["item"]), parse_time(data["at"]), str(data["reason"]))
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One planned mutation: put ``item`` or delete ``delete_id``, and why."""
+
+    reason: str
+    item: Item | None = None
+    delete_id: str | None = None
+
+
+@dataclass
+class LongTermStore:
+    """The RAM state of long-term memory (not thread-safe; the caller locks)."""
+
+    items: dict[str, Item] = field(default_factory=dict)
+    lsn: int = 0
+    forgotten: dict[str, Forgotten] = field(default_factory=dict)
+    _by_key: dict[str, str] = field(default_factory=dict)
+    # id -> (item, its snapshot row): items are immutable, so a row stays valid
+    # while the very same object is in ``items``; checkpoints re-encode only changes.
+    _rows: dict[str, tuple[Item, str]] = field(default_factory=dict)
+    # Whether ``items`` iterates in (created_at, id) order; None: not checked yet.
+    _in_order: bool | None = None
+
+    def __post_init__(self) -> None:
+        self._reindex()
+
+    def _reindex(self) -> None:
+        self._by_key = {item.key: item.id for item in self.items.values() if item.is_live}
+
+    def reset(
+        self,
+        items: dict[str, Item],
+        lsn: int,
+        keys: dict[str, str] | None = None,
+        forgotten: dict[str, Forgotten] | None = None,
+    ) -> None:
+        """Replace the whole state (after loading a snapshot); ``keys`` as in ``Snapshot``."""
+        self.items = items
+        self.lsn = lsn
+        self.forgotten = dict(forgotten or {})
+        self._in_order = None
+        if keys is None:
+            self._reindex()
+        else:
+            self._by_key = {key: item_id for key, item_id in keys.items() if item_id in items}
+
+    def snapshot_rows(self) -> list[str]:
+        """The snapshot row of every item, re-encoding only items that changed."""
+        keys = {item_id: key for key, item_id in self._by_key.items()}
+        rows: dict[str, tuple[Item, str]] = {}
+        for item_id, item in self.items.items():
+            cached = self._rows.get(item_id)
+            if cached is None or cached[0] is not item:
+                cached = (item, snapshot_row(item, keys.get(item_id)))
+            rows[item_id] = cached
+        self._rows = rows
+        return [row for _, row in rows.values()]
+
+    def apply(self, record: Record) -> None:
+        """Apply one journal record (ignored unless it is newer than the state)."""
+        if record.lsn <= self.lsn:
+            return
+        self.lsn = record.lsn
+        if record.op == OP_PUT:
+            for data in record.data["items"]:  # several items change together, atomically
+                self._put(Item.from_dict(data))
+        elif record.op == OP_DELETE:
+            reason = str(record.data.get("reason", ""))
+            at = parse_time_or_none(record.data.get("at")) or now()
+            for item_id in record.data["ids"]:
+                old = self._drop(item_id)
+                if old is not None and reason in RESTORABLE:
+                    self.forgotten[item_id] = Forgotten(old, at, reason)
+
+    def expire_forgotten(self, before: datetime) -> None:
+        """Let go of forgotten items deleted before ``before`` (the retention ended)."""
+        self.forgotten = {k: v for k, v in self.forgotten.items() if v.at >= before}
+
+    def _put(self, item: Item) -> None:
+        old = self.items.get(item.id)
+        if old is not None:
+            if self._by_key.get(old.key) == item.id:
+                del self._by_key[old.key]
+            if old.created_at != item.created_at:
+                self._in_order = None
+        elif self._in_order and self.items:
+            last = self.items[next(reversed(self.items))]
+            if (item.created_at, item.id) < (last.created_at, last.id):
+                self._in_order = False
+        self.items[item.id] = item  # an update keeps its place
+        self.forgotten.pop(item.id, None)  # restored (or its id reused)
+        if item.is_live:
+            self._by_key[item.key] = item.id
+
+    def _drop(self, item_id: str) -> Item | None:
+        old = self.items.pop(item_id, None)
+        if old is not None and self._by_key.get(old.key) == item_id:
+            del self._by_key[old.key]
+        return old
+
+    def newest(self, accept: Callable[[Item], bool], limit: int | None) -> list[Item]:
+        """Items ``accept`` takes, newest first by (created_at, id), at most ``limit``."""
+        if self._in_order is None:
+            order = [(item.created_at, item.id) for item in self.items.values()]
+            self._in_order = all(a <= b for a, b in zip(order, order[1:], strict=False))
+        if self._in_order:
+            found: list[Item] = []
+            for item in reversed(self.items.values()):
+                if limit is not None and len(found) >= limit:
+                    break
+                if accept(item):
+                    found.append(item)
+            return found
+        newest_first = sorted(
+            filter(accept, self.items.values()),
+            key=lambda item: (item.created_at, item.id),
+            reverse=True,
+        )
+        return newest_first if limit is None else newest_first[:limit]
+
+    def find_live(self, text: str, user: str | None = None) -> Item | None:
+        """The live item of ``user`` whose normalized text equals that of ``text``."""
+        return self.live_by_key(dedupe_key(text, user))
+
+    def live_by_key(self, key: str) -> Item | None:
+        """The live item with this de-duplication key (``Item.key``)."""
+        item_id = self._by_key.get(key)
+        return self.items.get(item_id) if item_id else None
+
+    def unused_id(self) -> str:
+        """A fresh id no item (nor a forgotten one) has."""
+        while True:
+            candidate = _fresh(self.items)
+            if candidate not in self.forgotten:
+                return candidate
+
+    def render(self) -> bytes:
+        return markdown.render(self.items.values()).encode()
+
+
+def items_from_markdown(parsed: markdown.ParsedMemory, *, at: datetime) -> dict[str, Item]:
+    """Rebuild items from MEMORY.md alone (no snapshot); undecodable lines are the
+    caller's to quarantine (``parsed.bad``)."""
+    items: dict[str, Item] = {}
+    seen: set[str] = set()
+    for line in parsed.lines:
+        if normalize_text(line.text) in seen and not line.archived:
+            continue
+        item_id = line.item_id if line.item_id and line.item_id not in items else None
+        item = _line_item(line, item_id or _fresh(items), Source.IMPORT, at)
+        items[item.id] = item
+        if item.is_live:
+            seen.add(item.key)
+    return items
+
+
+def replay_audit(data: bytes) -> LongTermStore:
+    """The state ``LTM_AUDIT.jsonl`` (every journal record a checkpoint wrote, in
+    order) arrives at: what a lost snapshot held, the forgotten items too.
+    Lines that are no record (damaged, torn) are skipped: this is salvage."""
+    store = LongTermStore()
+    for line in data.splitlines():
+        try:
+            entry = json.loads(line)
+            if not isinstance(entry, dict) or type(entry.get("lsn")) is not int:
+                continue
+            store.apply(Record(entry["lsn"], str(entry.get("op", "")), entry))
+        except (ValueError, TypeError, KeyError, AttributeError):
+            continue
+    return store
+
+
+def with_history(item: Item, past: Item | None) -> Item:
+    """``item`` (rebuilt from a line of MEMORY.md) with the provenance, times and
+    hits ``past`` (the same id in the audit's state) had; MEMORY.md's text and
+    section win, and its validity when the line moved in or out of the archive."""
+    if past is None:
+        return item
+    same = item.is_live == past.is_live
+    return dataclasses.replace(
+        past,
+        text=item.text,
+        category=item.category,
+        valid_from=past.valid_from if same else item.valid_from,
+        valid_to=past.valid_to if same else item.valid_to,
+        superseded_by=past.superseded_by if same else item.superseded_by,
+    )
+
+
+def _fresh(items: dict[str, Item]) -> str:
+    while True:
+        candidate = new_item_id()
+        if candidate not in items:
+            return candidate
+
+
+def _line_item(line: markdown.MemoryLine, item_id: str, source: Source, at: datetime) -> Item:
+    """A new item for a line of MEMORY.md that no item stands behind."""
+    return Item(
+        id=item_id,
+        text=line.text,
+        category=line.category or DEFAULT_CATEGORY,
+        source=source,
+        created_at=at,
+        updated_at=at,
+        valid_from=at,
+        valid_to=at if line.archived else None,
+    )
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
