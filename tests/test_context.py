@@ -37,7 +37,7 @@ def big(tmp_path_factory: pytest.TempPathFactory) -> Path:
         _fill(memory, 2500)
         memory.remember(PORT_FACT, category="fact")
         _fill(memory, 2499, start=2500)
-        memory.set_core("user", USER_MD)
+        memory.core.write("user", USER_MD)
         assert memory.status().items == 5000
     return ws
 
@@ -76,8 +76,8 @@ def test_the_cli_prints_the_context_and_its_sections(big: Path) -> None:
 
 def test_sections_come_in_order_each_labelled_and_whole_memory_when_it_fits(ws: Path) -> None:
     with Memory.open(ws, embedder="none") as memory:
-        memory.set_core("user", USER_MD)
-        memory.working_add("priorities", "ship the context builder")
+        memory.core.write("user", USER_MD)
+        memory.working.add("priorities", "ship the context builder")
         memory.observe("Remember that the demo is on Friday", session="s1")
         memory.remember("I prefer tabs over spaces")
         memory.record_tool_failure("deploy", {"env": "prod"}, "permission denied")
@@ -105,7 +105,7 @@ def test_sections_come_in_order_each_labelled_and_whole_memory_when_it_fits(ws: 
 
 def test_a_tiny_budget_keeps_the_core_and_says_when_it_cuts(ws: Path) -> None:
     with Memory.open(ws, embedder="none") as memory:
-        memory.set_core("user", USER_MD + "x " * 2000)
+        memory.core.write("user", USER_MD + "x " * 2000)
         built = memory.build_context("hello", budget_tokens=200)
     assert built.sections[0].name == "Core"
     assert "[core files cut to fit the budget]" in built.text
@@ -114,7 +114,7 @@ def test_a_tiny_budget_keeps_the_core_and_says_when_it_cuts(ws: Path) -> None:
 
 def test_reads_come_from_ram_until_a_file_changes(ws: Path) -> None:
     with Memory.open(ws, embedder="none") as memory:
-        memory.set_core("user", "Name: Aziz\n")
+        memory.core.write("user", "Name: Aziz\n")
         first = memory.build_context("hi", budget_tokens=500)
         assert "Name: Aziz" in first.text
         user_md = ws / "core" / "USER.md"
@@ -236,7 +236,7 @@ def test_a_session_past_the_token_threshold_is_summarized_automatically(ws: Path
             memory.record_turn("auto", user=f"status update number {n} " * 3, assistant="fine")
         assert (ws / "summaries" / "auto.md").exists()
         assert "Redis" in (ws / "summaries" / "auto.md").read_text()
-        assert len(memory.turns("auto")) == 7  # the raw log keeps every turn
+        assert len(memory.sessions.turns("auto")) == 7  # the raw log keeps every turn
 
 
 # -- the live window wired to memory ------------------------------------------------------
@@ -275,14 +275,14 @@ def test_the_window_captures_before_compacting_and_recovers_after(ws: Path) -> N
 def test_the_fact_gate_follows_every_write_without_a_rebuild(ws: Path) -> None:
     with Memory.open(ws, embedder="none") as memory:
         first = memory.remember("The office router lives in cupboard B")
-        gate = memory._fact_gate()  # noqa: SLF001 - the gate's own state
+        gate = memory._prompts._fact_gate()  # noqa: SLF001 - the gate's own state
         assert gate.top("where is the router", 5) == [first.id]
         second = memory.supersede(first.id, "The office router moved to cupboard C")
         memory.remember("Printers are on floor 2")
-        assert memory._fact_gate() is gate  # noqa: SLF001 - caught up, not rebuilt
+        assert memory._prompts._fact_gate() is gate  # noqa: SLF001 - caught up, not rebuilt
         assert gate.top("router cupboard", 5) == [second.id]
         memory.forget(second.id)
-        assert memory._fact_gate().top("router", 5) == []  # noqa: SLF001
+        assert memory._prompts._fact_gate().top("router", 5) == []  # noqa: SLF001
         assert gate.top("printers", 5) and gate.top("nothing matches this", 5) == []
 
 
@@ -309,11 +309,11 @@ def test_the_gate_finds_a_rare_word_among_many_facts_that_share_the_common_ones(
 def test_the_fact_gate_is_rebuilt_when_most_of_it_is_dead(ws: Path) -> None:
     with Memory.open(ws, embedder="none") as memory:
         keep = memory.remember("The kiln is in building 7")
-        built = memory._fact_gate()  # noqa: SLF001 - built before the churn
+        built = memory._prompts._fact_gate()  # noqa: SLF001 - built before the churn
         for n in range(1200):
             note = memory.remember(f"temporary note {n}", sync=False)
-            memory._fact_gate()  # noqa: SLF001 - the gate takes the note in
+            memory._prompts._fact_gate()  # noqa: SLF001 - the gate takes the note in
             memory.forget(note.id)
-        gate = memory._fact_gate()  # noqa: SLF001 - the gate's own state
+        gate = memory._prompts._fact_gate()  # noqa: SLF001 - the gate's own state
         assert gate is built and gate.top("kiln building", 3) == [keep.id]
         assert len(gate._ids) < 1100  # noqa: SLF001 - dead docs were dropped

@@ -293,7 +293,7 @@ def test_recorded_turns_survive_sigkill(tmp_path: Path) -> None:
             name, seq = line.split()
             acked[f"turn {name}"] = int(seq)
     with Memory.open(ws, embedder="none") as memory:
-        turns = memory.turns("crash")
+        turns = memory.sessions.turns("crash")
         assert all("torn" in notice for notice in memory.notices), memory.notices
     said = {turn.text_of("user"): turn.seq for turn in turns}
     missing = set(acked) - set(said)

@@ -25,10 +25,10 @@ def journal_ops(ws: Path) -> list[str]:
 
 def test_an_edit_is_a_journal_record_and_its_audit_line_keeps_no_text(ws: Path) -> None:
     with Memory.open(ws, embedder="none") as memory:
-        assert memory.edit_file("memory/plan.md", lambda old: "ship it\n") == "ship it\n"
+        assert memory.documents.edit_file("memory/plan.md", lambda old: "ship it\n") == "ship it\n"
         assert (ws / "memory" / "plan.md").read_text() == "ship it\n"
         assert journal_ops(ws)[-1] == "doc.put"
-        memory.edit_file("memory/plan.md", lambda old: (old or "") + "then rest\n")
+        memory.documents.edit_file("memory/plan.md", lambda old: (old or "") + "then rest\n")
         memory.flush()
         assert journal_ops(ws) == []  # checkpointed
     lines = [
@@ -43,19 +43,19 @@ def test_an_edit_is_a_journal_record_and_its_audit_line_keeps_no_text(ws: Path) 
 
 def test_edit_delete_and_rename(ws: Path) -> None:
     with Memory.open(ws, embedder="none") as memory:
-        memory.edit_file("semantic/a.md", lambda old: "a\n")
-        memory.rename_file("semantic/a.md", "semantic/b.md")
+        memory.documents.edit_file("semantic/a.md", lambda old: "a\n")
+        memory.documents.rename_file("semantic/a.md", "semantic/b.md")
         assert not (ws / "semantic" / "a.md").exists()
         assert (ws / "semantic" / "b.md").read_text() == "a\n"
-        memory.edit_file("semantic/c.md", lambda old: "c\n")
+        memory.documents.edit_file("semantic/c.md", lambda old: "c\n")
         with pytest.raises(Conflict):
-            memory.rename_file("semantic/b.md", "semantic/c.md")
+            memory.documents.rename_file("semantic/b.md", "semantic/c.md")
         with pytest.raises(NotFound):
-            memory.rename_file("semantic/zzz.md", "semantic/d.md")
-        assert memory.edit_file("semantic/b.md", lambda old: None) is None
+            memory.documents.rename_file("semantic/zzz.md", "semantic/d.md")
+        assert memory.documents.edit_file("semantic/b.md", lambda old: None) is None
         assert not (ws / "semantic" / "b.md").exists()
         with pytest.raises(NotFound):
-            memory.edit_file("semantic/b.md", lambda old: None)
+            memory.documents.edit_file("semantic/b.md", lambda old: None)
         assert (ws / "semantic" / "c.md").read_text() == "c\n"
 
 
@@ -63,19 +63,19 @@ def test_refusals_change_nothing(ws: Path) -> None:
     with Memory.open(ws, embedder="none") as memory:
         before = journal_ops(ws)
         with pytest.raises(InvalidInput, match="rendered"):
-            memory.edit_file("MEMORY.md", lambda old: "x")
+            memory.documents.edit_file("MEMORY.md", lambda old: "x")
         for hostile in ("../escape.md", "/etc/passwd", "memory/%2e%2e/x.md", "journal.wal"):
             with pytest.raises(AccessDenied):
-                memory.edit_file(hostile, lambda old: "x")
+                memory.documents.edit_file(hostile, lambda old: "x")
         (ws / "memory" / "bin.md").write_bytes(b"\xff\xfe")
         with pytest.raises(InvalidInput, match="UTF-8"):
-            memory.edit_file("memory/bin.md", lambda old: "x")
+            memory.documents.edit_file("memory/bin.md", lambda old: "x")
 
         def refuse(old: str | None) -> str:
             raise ValueError("the edit changed its mind")
 
         with pytest.raises(ValueError):
-            memory.edit_file("memory/new.md", refuse)
+            memory.documents.edit_file("memory/new.md", refuse)
         assert not (ws / "memory" / "new.md").exists()
         assert journal_ops(ws) == before
     assert not (ws.parent / "escape.md").exists()
@@ -86,7 +86,7 @@ def test_only_the_lines_an_edit_adds_are_redacted(ws: Path) -> None:
     (ws / "memory").mkdir(parents=True)
     (ws / "memory" / "k.md").write_text(typed)
     with Memory.open(ws, embedder="none") as memory:
-        memory.edit_file("memory/k.md", lambda old: (old or "") + f"new key {KEY}\n")
+        memory.documents.edit_file("memory/k.md", lambda old: (old or "") + f"new key {KEY}\n")
     text = (ws / "memory" / "k.md").read_text()
     assert text.startswith(typed)
     assert text.count(KEY) == 1
@@ -120,9 +120,9 @@ def test_a_change_logged_but_not_applied_is_redone_by_the_next_open(
 
 def test_redo_never_overwrites_a_later_hand_edit(ws: Path) -> None:
     with Memory.open(ws, embedder="none") as memory:
-        memory.edit_file("memory/x.md", lambda old: "by the agent\n")
-        memory.edit_file("memory/y.md", lambda old: "y\n")
-        memory.rename_file("memory/y.md", "memory/z.md")
+        memory.documents.edit_file("memory/x.md", lambda old: "by the agent\n")
+        memory.documents.edit_file("memory/y.md", lambda old: "y\n")
+        memory.documents.rename_file("memory/y.md", "memory/z.md")
         (ws / "memory" / "x.md").write_text("by hand\n")
         (ws / "memory" / "y.md").write_text("a new y by hand\n")
         assert {"doc.put", "doc.mv"} <= set(journal_ops(ws))
@@ -144,7 +144,7 @@ def test_a_tool_write_is_found_by_search(ws: Path) -> None:
                 "file_text": "The kestrel hovers over the meadow.\n",
             }
         )
-        memory.edit_file("memory/fish.md", lambda old: "A pike waits in the reeds.\n")
+        memory.documents.edit_file("memory/fish.md", lambda old: "A pike waits in the reeds.\n")
         hits = memory.search("kestrel meadow")
         assert hits and hits[0].path == "semantic/birds.md"
         hits = memory.search("pike reeds")
@@ -159,7 +159,7 @@ from memstrata.tools.memory_tool import MemoryToolHandler
 
 memory = Memory.open(sys.argv[1], embedder="none")
 tool = MemoryToolHandler(memory)
-memory.edit_file("memory/log.md", lambda old: "" if old is None else old)
+memory.documents.edit_file("memory/log.md", lambda old: "" if old is None else old)
 print("open", flush=True)
 for i in range(100_000):
     name = f"/memories/notes/inbox/n{os.getpid()}-{i}.md"
@@ -209,7 +209,7 @@ memory = Memory.open(sys.argv[1], embedder="none")
 print("ready", flush=True)
 sys.stdin.readline()  # both start together
 for i in range(300):
-    memory.edit_file("memory/shared.md", lambda old: (old or "") + f"{sys.argv[2]}-{i}\n")
+    memory.documents.edit_file("memory/shared.md", lambda old: (old or "") + f"{sys.argv[2]}-{i}\n")
 memory.close()
 """
 
@@ -248,7 +248,7 @@ def test_two_processes_editing_one_file_lose_no_edit(tmp_path: Path) -> None:
 def test_a_file_that_is_not_utf8_can_still_be_renamed(ws: Path) -> None:
     with Memory.open(ws, embedder="none") as memory:
         (ws / "memory" / "bin.md").write_bytes(b"\xff\xfe raw")
-        memory.rename_file("memory/bin.md", "memory/raw.md")
+        memory.documents.rename_file("memory/bin.md", "memory/raw.md")
     assert (ws / "memory" / "raw.md").read_bytes() == b"\xff\xfe raw"
     assert not (ws / "memory" / "bin.md").exists()
 
@@ -260,7 +260,7 @@ def test_a_checkpoint_hashes_each_file_once_not_each_record(
 
     with Memory.open(ws, embedder="none", checkpoint_every_updates=10_000) as memory:
         for n in range(50):
-            memory.edit_file("memory/log.md", lambda old, n=n: (old or "") + f"{n}\n")
+            memory.documents.edit_file("memory/log.md", lambda old, n=n: (old or "") + f"{n}\n")
         redone: list[str] = []
         real = docs.redo
 

@@ -79,8 +79,8 @@ def test_seq_counts_on_across_reopen_and_other_processes(ws: Path) -> None:
         assert first.record_turn("other", user="g", assistant="h").seq == 1
     with Memory.open(ws) as again:
         assert again.record_turn(SESSION, user="i", assistant="j").seq == 4
-        assert [t.seq for t in again.turns(SESSION)] == [1, 2, 3, 4]
-        assert [t.text_of("user") for t in again.turns(SESSION, last=2)] == ["e", "i"]
+        assert [t.seq for t in again.sessions.turns(SESSION)] == [1, 2, 3, 4]
+        assert [t.text_of("user") for t in again.sessions.turns(SESSION, last=2)] == ["e", "i"]
 
 
 def test_the_audit_log_reconstructs_every_event_of_a_turn(memory: Memory) -> None:
@@ -91,7 +91,7 @@ def test_the_audit_log_reconstructs_every_event_of_a_turn(memory: Memory) -> Non
         tool_calls=[{"name": "book", "args": {"room": 4}, "id": "c1"}],
         tool_results=[{"tool_call_id": "c1", "content": "no such room", "success": False}],
     )
-    events = memory.audit(SESSION)
+    events = memory.sessions.audit(SESSION)
     assert [(e["turn"], e["role"]) for e in events] == [
         (1, "user"),
         (1, "tool_call"),
@@ -157,7 +157,7 @@ def test_a_torn_last_line_is_set_aside_and_the_next_turn_starts_clean(ws: Path) 
         handle.write(b'{"schema_version": 2, "id": "half')  # a writer killed mid-append
     with Memory.open(ws) as memory:
         assert memory.record_turn(SESSION, user="c", assistant="d").seq == 2
-        assert [t.text_of("user") for t in memory.turns(SESSION)] == ["a", "c"]
+        assert [t.text_of("user") for t in memory.sessions.turns(SESSION)] == ["a", "c"]
     [entry] = quarantined(ws)
     assert entry["original"] == f"sessions/{session_stem(SESSION)}.jsonl"
 
@@ -178,7 +178,7 @@ def test_corrupt_transcript_and_memory_md_open_and_every_bad_byte_is_kept(ws: Pa
     md.write_bytes(md.read_bytes() + b"- broken \xff\xfe line\n")
 
     with Memory.open(ws, embedder="hash") as memory:
-        assert [t.text_of("user") for t in memory.turns(SESSION)] == ["first", "second"]
+        assert [t.text_of("user") for t in memory.sessions.turns(SESSION)] == ["first", "second"]
         assert [item.text for item in memory.list()] == ["I prefer dark mode"]
         assert memory.search("dark mode", k=1)[0].text == "I prefer dark mode"
         [turn] = memory.search("second", k=1, layers=["transcripts"])
@@ -233,7 +233,7 @@ def test_v1_records_are_upgraded_with_nothing_lost_and_once(
     path.write_bytes(original)
 
     with Memory.open(ws) as memory:
-        turns = memory.turns("legacy")
+        turns = memory.sessions.turns("legacy")
         assert any("upgraded" in n for n in memory.status().notices)
     flat = [
         (m["role"], part.get("text", part.get("content")))
@@ -284,7 +284,7 @@ def test_q15_turn_files_are_imported_once_and_an_unreadable_one_is_quarantined(
     (ws / "history" / "state" / "head.json").write_text('{"seq": 2}')
 
     with Memory.open(ws) as memory:
-        turns = memory.turns("web")
+        turns = memory.sessions.turns("web")
     assert [(t.seq, t.text_of("user")) for t in turns] == [(1, "earlier"), (2, "hi")]
     assert not (ws / "history").exists()
     [entry] = quarantined(ws)
@@ -307,7 +307,7 @@ def test_compaction_keeps_the_metadata_and_the_last_n_turns_exactly(memory: Memo
     lines = path.read_bytes().splitlines(keepends=True)
     audit_before = (path.parent / f"{session_stem(SESSION)}.audit.jsonl").read_bytes()
 
-    done = memory.compact_transcript(SESSION, keep=3)
+    done = memory.sessions.compact(SESSION, keep=3)
     assert (done.kept, done.archived) == (3, 7)
     after = path.read_bytes().splitlines(keepends=True)
     assert after[1:] == lines[-3:]  # the kept turns, byte for byte
@@ -321,12 +321,12 @@ def test_compaction_keeps_the_metadata_and_the_last_n_turns_exactly(memory: Memo
     assert (path.parent / f"{session_stem(SESSION)}.audit.jsonl").read_bytes() == audit_before
 
     assert memory.record_turn(SESSION, user="q", assistant="a").seq == 11
-    memory.compact_transcript(SESSION, keep=1)
+    memory.sessions.compact(SESSION, keep=1)
     meta = records(path)[0]
     assert len(meta["compactions"]) == 2  # type: ignore[arg-type]
     assert len(records(archive)) == 10
-    assert [t.seq for t in memory.turns(SESSION)] == [11]
-    [info] = memory.sessions()
+    assert [t.seq for t in memory.sessions.turns(SESSION)] == [11]
+    [info] = memory.sessions.list()
     assert (info.turns, info.last_seq, info.archived) == (1, 11, 10)
 
 
@@ -334,14 +334,14 @@ def test_seqs_go_on_after_a_compaction_that_archived_every_turn(ws: Path) -> Non
     with Memory.open(ws) as memory:
         for n in range(3):
             memory.record_turn(SESSION, user=f"u{n}", assistant="a")
-        assert memory.compact_transcript(SESSION, keep=0).archived == 3
-        [info] = memory.sessions()
+        assert memory.sessions.compact(SESSION, keep=0).archived == 3
+        [info] = memory.sessions.list()
         assert (info.turns, info.last_seq) == (0, 3)
         assert memory.record_turn(SESSION, user="u3", assistant="a").seq == 4
-        memory.compact_transcript(SESSION, keep=0)
+        memory.sessions.compact(SESSION, keep=0)
     with Memory.open(ws) as memory:  # a process that never saw the transcript
         assert memory.record_turn(SESSION, user="u4", assistant="a").seq == 5
-        seqs = [t.seq for t in memory.turns(SESSION, archived=True)]
+        seqs = [t.seq for t in memory.sessions.turns(SESSION, archived=True)]
     assert seqs == [1, 2, 3, 4, 5]
 
 
@@ -356,12 +356,12 @@ def test_a_compaction_killed_before_its_rewrite_shows_each_turn_once(ws: Path) -
     archive.parent.mkdir()
     archive.write_bytes(b"".join(path.read_bytes().splitlines(keepends=True)[:4]))
     with Memory.open(ws) as memory:
-        assert [t.seq for t in memory.turns(SESSION)] == [1, 2, 3, 4, 5, 6]
-        assert [t.seq for t in memory.turns(SESSION, archived=True)] == [1, 2, 3, 4, 5, 6]
+        assert [t.seq for t in memory.sessions.turns(SESSION)] == [1, 2, 3, 4, 5, 6]
+        assert [t.seq for t in memory.sessions.turns(SESSION, archived=True)] == [1, 2, 3, 4, 5, 6]
         assert memory.record_turn(SESSION, user="u6", assistant="a").seq == 7
-        memory.compact_transcript(SESSION, keep=2)
-        assert [t.seq for t in memory.turns(SESSION, archived=True)] == list(range(1, 8))
-        assert [t.seq for t in memory.turns(SESSION)] == [6, 7]
+        memory.sessions.compact(SESSION, keep=2)
+        assert [t.seq for t in memory.sessions.turns(SESSION, archived=True)] == list(range(1, 8))
+        assert [t.seq for t in memory.sessions.turns(SESSION)] == [6, 7]
     assert [r["seq"] for r in records(archive)] == [1, 2, 3, 4, 5]  # none twice
 
 
@@ -369,20 +369,20 @@ def test_a_transcript_past_its_limit_is_compacted_after_the_turn(ws: Path) -> No
     with Memory.open(ws, session_max_turns=5, session_keep_turns=2) as memory:
         for n in range(6):
             memory.record_turn(SESSION, user=f"u{n}", assistant=f"a{n}")
-        assert [t.text_of("user") for t in memory.turns(SESSION)] == ["u4", "u5"]
+        assert [t.text_of("user") for t in memory.sessions.turns(SESSION)] == ["u4", "u5"]
         memory.record_turn(SESSION, user="u6", assistant="a6")
-        assert len(memory.turns(SESSION)) == 3  # under the limit again: not compacted
+        assert len(memory.sessions.turns(SESSION)) == 3  # under the limit again: not compacted
         assert any("moved to sessions/archive" in n for n in memory.status().notices)
 
 
 def test_compaction_checks_its_arguments(memory: Memory) -> None:
     with pytest.raises(NotFound, match="no transcript"):
-        memory.compact_transcript("nobody")
+        memory.sessions.compact("nobody")
     memory.record_turn(SESSION, user="a", assistant="b")
     with pytest.raises(InvalidInput, match="keep must be"):
-        memory.compact_transcript(SESSION, keep=-1)
-    assert memory.compact_transcript(SESSION, keep=5).archived == 0
-    assert memory.compact_transcripts(keep=0)[0].archived == 1
+        memory.sessions.compact(SESSION, keep=-1)
+    assert memory.sessions.compact(SESSION, keep=5).archived == 0
+    assert memory.sessions.compact_all(keep=0)[0].archived == 1
 
 
 q15_part = st.fixed_dictionaries({"type": st.just("text"), "text": st.text(max_size=30)})
@@ -430,7 +430,7 @@ def test_q15_turn_files_are_imported_with_nothing_lost_and_once(
 
     with Memory.open(ws) as memory:
         for session, messages in expected.items():
-            got = memory.turns(session)
+            got = memory.sessions.turns(session)
             assert [list(t.messages) for t in got] == messages
             assert [t.seq for t in got] == list(range(1, len(messages) + 1))
     files = {p: p.read_bytes() for p in (ws / "sessions").glob("*.jsonl")}
@@ -457,7 +457,7 @@ def test_a_transcript_known_good_is_not_read_again_at_open(
 
     monkeypatch.setattr(history, "_upgrade_file", counting)
     with Memory.open(ws, embedder="none") as memory:
-        assert [t.text_of("user") for t in memory.turns(SESSION)] == ["first", "second"]
+        assert [t.text_of("user") for t in memory.sessions.turns(SESSION)] == ["first", "second"]
     assert read == []
     with open(transcript(ws), "ab") as handle:  # changed behind memstrata's back: read again
         handle.write(b"{garbage\n")

@@ -33,7 +33,7 @@ def test_a_repeated_tool_failure_is_counted_not_stored_twice(memory: Memory) -> 
     assert again.wrong == first.wrong  # the first wording is kept
     assert (again.kind, again.tool, again.source) == ("tool_failure", "read_file", Source.TOOL)
     assert "No such file" in again.text and "read_file" in again.instead
-    [stored] = memory.lessons()
+    [stored] = memory.lessons.list()
     assert stored == again
 
 
@@ -59,7 +59,7 @@ def test_different_tools_or_errors_are_different_lessons(memory: Memory) -> None
     b = memory.record_tool_failure("write", {}, "No such file: '/a'")
     c = memory.record_tool_failure("read", {}, "Permission denied: '/a'")
     assert len({a.id, b.id, c.id}) == 3
-    assert len(memory.lessons()) == 3
+    assert len(memory.lessons.list()) == 3
 
 
 def test_only_the_first_line_of_a_traceback_is_the_error(memory: Memory) -> None:
@@ -107,7 +107,7 @@ def test_bad_tool_failures_are_refused(
 ) -> None:
     with pytest.raises(InvalidInput, match=message):
         memory.record_tool_failure(tool, {}, error)  # type: ignore[arg-type]
-    assert memory.lessons() == []
+    assert memory.lessons.list() == []
 
 
 @pytest.mark.parametrize("tool", ["", "   "])
@@ -124,13 +124,13 @@ def test_top_lessons_rank_by_hits_then_recency(memory: Memory) -> None:
     memory.record_tool_failure("c", {}, "third error")
     memory.record_tool_failure("b", {}, "second error")
     once_new = memory.record_tool_failure("d", {}, "fourth error")
-    ranked = [lesson.id for lesson in memory.top_lessons(10)]
+    ranked = [lesson.id for lesson in memory.lessons.top(10)]
     assert ranked == [thrice.id, twice.id, once_new.id, once_old.id]
-    assert [lesson.id for lesson in memory.top_lessons(2)] == [thrice.id, twice.id]
-    assert memory.top_lessons(0) == []
-    assert [lesson.hits for lesson in memory.top_lessons()] == [3, 2, 1, 1]
+    assert [lesson.id for lesson in memory.lessons.top(2)] == [thrice.id, twice.id]
+    assert memory.lessons.top(0) == []
+    assert [lesson.hits for lesson in memory.lessons.top()] == [3, 2, 1, 1]
     # lessons() is every lesson in the order first recorded
-    assert [lesson.id for lesson in memory.lessons()] == [
+    assert [lesson.id for lesson in memory.lessons.list()] == [
         once_old.id,
         thrice.id,
         twice.id,
@@ -138,31 +138,31 @@ def test_top_lessons_rank_by_hits_then_recency(memory: Memory) -> None:
     ]
     # seen again, the oldest lesson ties with `twice` on hits and wins on recency
     memory.record_tool_failure("a", {}, "first error")
-    ranked = [lesson.id for lesson in memory.top_lessons(4)]
+    ranked = [lesson.id for lesson in memory.lessons.top(4)]
     assert ranked == [thrice.id, once_old.id, twice.id, once_new.id]
 
 
 @pytest.mark.parametrize("k", [-1, 1.5, True, "3", None])
 def test_top_lessons_needs_a_whole_number(memory: Memory, k: object) -> None:
     with pytest.raises(InvalidInput, match="k must be a whole number"):
-        memory.top_lessons(k)  # type: ignore[arg-type]
+        memory.lessons.top(k)  # type: ignore[arg-type]
 
 
 def test_forget_lesson(ws: Path) -> None:
     with Memory.open(ws) as memory:
         keep = memory.record_tool_failure("a", {}, "first error")
         drop = memory.record_tool_failure("b", {}, "second error")
-        assert memory.forget_lesson(f"  {drop.id} ") == drop
-        assert memory.lessons() == [keep]
+        assert memory.lessons.forget(f"  {drop.id} ") == drop
+        assert memory.lessons.list() == [keep]
         with pytest.raises(NotFound, match=drop.id):
-            memory.forget_lesson(drop.id)
+            memory.lessons.forget(drop.id)
         with pytest.raises(NotFound, match="lnosuchid"):
-            memory.forget_lesson("lnosuchid")
+            memory.lessons.forget("lnosuchid")
         # the same failure later is a new lesson, counted from one
         back = memory.record_tool_failure("b", {}, "second error")
         assert back.id != drop.id and back.hits == 1
     with Memory.open(ws) as memory:
-        assert {lesson.id for lesson in memory.lessons()} == {keep.id, back.id}
+        assert {lesson.id for lesson in memory.lessons.list()} == {keep.id, back.id}
 
 
 def test_lessons_survive_close_and_open(ws: Path) -> None:
@@ -172,8 +172,8 @@ def test_lessons_survive_close_and_open(ws: Path) -> None:
         memory.observe("My name is Sarvar.")
         memory.observe("Actually, my name is Sardor, not Sarvar.")
         gone = memory.record_tool_failure("x", {}, "gone soon")
-        memory.forget_lesson(gone.id)
-        before = memory.lessons()
+        memory.lessons.forget(gone.id)
+        before = memory.lessons.list()
     assert [lesson.kind for lesson in before] == ["tool_failure", "correction"]
     rows = [json.loads(line) for line in (ws / "memory" / "LESSONS.jsonl").read_text().splitlines()]
     assert [Lesson.from_dict(row) for row in rows] == before
@@ -189,19 +189,19 @@ def test_lessons_survive_close_and_open(ws: Path) -> None:
     ltm_audit = (ws / "memory" / "LTM_AUDIT.jsonl").read_text()
     assert "lesson." not in ltm_audit  # each log keeps its own records
     with Memory.open(ws) as memory:
-        assert memory.lessons() == before
-        assert memory.top_lessons(1)[0] == failure
+        assert memory.lessons.list() == before
+        assert memory.lessons.top(1)[0] == failure
         assert memory.notices == ()
 
 
 def test_lessons_are_seen_by_another_open_before_a_checkpoint(ws: Path) -> None:
     with Memory.open(ws) as writer, Memory.open(ws) as reader:
         lesson = writer.record_tool_failure("t", {}, "boom")
-        assert reader.lessons() == [lesson]
+        assert reader.lessons.list() == [lesson]
         again = reader.record_tool_failure("t", {}, "boom")
-        assert writer.top_lessons(1) == [again] and again.hits == 2
-        writer.forget_lesson(lesson.id)
-        assert reader.lessons() == []
+        assert writer.lessons.top(1) == [again] and again.hits == 2
+        writer.lessons.forget(lesson.id)
+        assert reader.lessons.list() == []
 
 
 def _break_lessons_file(ws: Path) -> None:
@@ -214,7 +214,7 @@ def _break_lessons_file(ws: Path) -> None:
 def test_a_malformed_lessons_line_is_quarantined_not_fatal(ws: Path) -> None:
     _break_lessons_file(ws)
     with Memory.open(ws) as memory:
-        assert [lesson.wrong for lesson in memory.lessons()] == ["t({}) failed: boom"]
+        assert [lesson.wrong for lesson in memory.lessons.list()] == ["t({}) failed: boom"]
         notices = memory.notices
         assert memory.status().quarantined == 3
     assert len(notices) == 3
@@ -232,7 +232,7 @@ def test_a_write_after_a_bad_line_leaves_a_clean_lessons_file(ws: Path) -> None:
         memory.record_tool_failure("u", {}, "other")
     with Memory.open(ws) as memory:
         assert memory.notices == ()
-        assert len(memory.lessons()) == 2
+        assert len(memory.lessons.list()) == 2
 
 
 def test_a_bad_lessons_line_is_set_aside_only_once(ws: Path) -> None:

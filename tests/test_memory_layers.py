@@ -9,30 +9,28 @@ import pytest
 
 from memstrata import InvalidInput, Memory
 from memstrata.model import WriteEvent
-from memstrata.storage.layers import Policy
 
 
 def test_core_files_round_trip_and_tell_the_hooks(memory: Memory) -> None:
     seen: list[WriteEvent] = []
     memory.add_write_hook(seen.append)
-    memory.set_core("user", "# USER.md\n\nName: Dilnoza. Prefers short answers.")
-    assert memory.core("USER.md") == "# USER.md\n\nName: Dilnoza. Prefers short answers.\n"
+    memory.core.write("user", "# USER.md\n\nName: Dilnoza. Prefers short answers.")
+    assert memory.core.read("USER.md") == "# USER.md\n\nName: Dilnoza. Prefers short answers.\n"
     assert [(e.kind, e.path) for e in seen] == [("layer", "core/USER.md")]
     with pytest.raises(InvalidInput, match="core file must be one of"):
-        memory.core("../MEMORY.md")
-    assert memory.policy("core") is Policy.ALWAYS and memory.policy("notebook") is Policy.ON_DEMAND
+        memory.core.read("../MEMORY.md")
 
 
 def test_working_memory_keeps_its_cap_and_what_leaves_goes_to_the_daily_note(ws: Path) -> None:
     with Memory.open(ws, working_max_chars=420) as memory:
-        memory.working_add("priorities", "ship the capture issue")
+        memory.working.add("priorities", "ship the capture issue")
         for n in range(8):
-            memory.working_progress(f"step {n} of the migration is done")
+            memory.working.progress(f"step {n} of the migration is done")
         text = (ws / "working" / "WORKING_MEMORY.md").read_text(encoding="utf-8")
         assert len(text) <= 420
-        progress = memory.working().items("recent_progress")
+        progress = memory.working.read().items("recent_progress")
         assert progress[-1].endswith("step 7 of the migration is done")
-        assert memory.working().items("priorities") == ("ship the capture issue",)
+        assert memory.working.read().items("priorities") == ("ship the capture issue",)
     [note] = (ws / "memory").glob("????-??-??.md")
     kept = note.read_text(encoding="utf-8")
     assert "Left working memory" in kept and "step 0 of the migration is done" in kept
@@ -41,24 +39,24 @@ def test_working_memory_keeps_its_cap_and_what_leaves_goes_to_the_daily_note(ws:
 
 
 def test_semantic_items_are_added_once_and_removed(memory: Memory) -> None:
-    added = memory.semantic_add("preferences", "Prefers metric units")
-    assert added is not None and memory.semantic_add("preferences", "prefers metric units.") is None
-    assert [i.text for i in memory.semantic("preferences")] == ["Prefers metric units"]
-    assert [i.text for i in memory.semantic_remove("preferences", added.line)] == [
+    added = memory.semantic.add("preferences", "Prefers metric units")
+    assert added is not None and memory.semantic.add("preferences", "prefers metric units.") is None
+    assert [i.text for i in memory.semantic.read("preferences")] == ["Prefers metric units"]
+    assert [i.text for i in memory.semantic.remove("preferences", added.line)] == [
         "Prefers metric units"
     ]
-    assert memory.semantic("preferences") == []
+    assert memory.semantic.read("preferences") == []
 
 
 def test_notes_link_and_find_their_backlinks(memory: Memory) -> None:
-    bm25 = memory.note_create("BM25", "Lexical ranking.")
-    dense = memory.note_create("Dense retrieval", "Embeddings.")
-    assert memory.note_link(dense.name, bm25.name) is True
-    assert memory.note_link(dense.name, bm25.name) is False
-    assert [n.name for n in memory.backlinks(bm25.name)] == [dense.name]
-    kept = memory.note_move(bm25.name, "zettel")
-    assert kept.folder == "zettel" and [n.name for n in memory.notes("zettel")] == [bm25.name]
-    assert "Lexical ranking." in memory.note(bm25.name)
+    bm25 = memory.notes.create("BM25", "Lexical ranking.")
+    dense = memory.notes.create("Dense retrieval", "Embeddings.")
+    assert memory.notes.link(dense.name, bm25.name) is True
+    assert memory.notes.link(dense.name, bm25.name) is False
+    assert [n.name for n in memory.notes.backlinks(bm25.name)] == [dense.name]
+    kept = memory.notes.move(bm25.name, "zettel")
+    assert kept.folder == "zettel" and [n.name for n in memory.notes.list("zettel")] == [bm25.name]
+    assert "Lexical ranking." in memory.notes.read(bm25.name)
 
 
 SOUL = """# SOUL.md

@@ -75,7 +75,7 @@ def test_a_correction_supersedes_the_old_fact(ws: Path, said: str, corrected: st
         assert new.valid_to is None and new.superseded_by is None
         assert new.category == "proper_noun"
 
-        [lesson] = memory.lessons()
+        [lesson] = memory.lessons.list()
         assert lesson.kind == "correction" and lesson.source is Source.USER
         assert said in lesson.wrong and corrected in lesson.instead
 
@@ -94,7 +94,7 @@ def test_a_correction_only_closes_the_speakers_own_fact(memory: Memory) -> None:
     captures = memory.observe("Actually, my name is Sardor, not Sarvar.", user="bob")
     assert {c.superseded for c in captures} == {None}
     assert memory.get(alice.item_id).is_live  # type: ignore[arg-type]
-    assert memory.lessons() == []
+    assert memory.lessons.list() == []
 
 
 # -- (b) secrets -------------------------------------------------------------------
@@ -155,7 +155,7 @@ def test_a_secret_in_any_input_reaches_no_file(ws: Path) -> None:
         memory.record_tool_failure("pay", {"card": CARD}, f"declined {CARD}")
         # Nothing reaches the journal either, before any checkpoint.
         assert _leaked(ws, SECRETS) == []
-        texts = [i.text for i in memory.list()] + [lesson.text for lesson in memory.lessons()]
+        texts = [i.text for i in memory.list()] + [lesson.text for lesson in memory.lessons.list()]
         assert "[REDACTED:" in " ".join(texts)
     assert _leaked(ws, SECRETS) == []
     assert not [e for e in events for s in SECRETS if s in e.content]
@@ -188,7 +188,7 @@ def test_text_that_is_not_the_users_own_is_reported_not_stored(
         assert all(not c.stored and c.item_id is None for c in captures)
         assert (ws / "SESSION-STATE.md").read_bytes() == state
         assert [i.text for i in memory.list()] == ["I prefer dark mode."]
-        assert memory.lessons() == []
+        assert memory.lessons.list() == []
     assert events == []
     assert b"evil.com" not in b"".join(_files(ws).values())
 
@@ -298,8 +298,8 @@ def test_hooks_hear_of_every_kind_of_write(memory: Memory) -> None:
     memory.observe("Actually, my name is Sardor, not Sarvar.", session="s1")
     memory.record_exchange("hi", "hello", session="s1")
     memory.record_tool_failure("read", {"path": "/x"}, "No such file: '/x'")
-    lesson = memory.top_lessons(1)[0]
-    memory.forget_lesson(lesson.id)
+    lesson = memory.lessons.top(1)[0]
+    memory.lessons.forget(lesson.id)
     [item] = memory.list()
     memory.forget(item.id)
 
@@ -394,11 +394,11 @@ def test_observed_facts_survive_close_and_reopen(ws: Path) -> None:
         memory.observe("Actually, my name is Sardor, not Sarvar.", session="s1")
         memory.observe("I prefer dark mode.", session="s1", user="u1")
         before = memory.list(include_superseded=True)
-        lessons = memory.lessons()
+        lessons = memory.lessons.list()
         state = memory.session_state("s1")
     with Memory.open(ws) as memory:
         assert memory.list(include_superseded=True) == before
-        assert memory.lessons() == lessons
+        assert memory.lessons.list() == lessons
         assert memory.session_state("s1") == state
         assert len(state) == 3  # one line per sentence, naming all its categories
 
@@ -413,7 +413,7 @@ def test_a_second_open_sees_observed_facts_before_any_checkpoint(ws: Path) -> No
             assert reader.get(capture.item_id) == writer.get(capture.item_id)  # type: ignore[arg-type]
             assert [i.text for i in reader.list()] == [i.text for i in writer.list()]
             assert len(reader.list(include_superseded=True)) == 3
-            assert [lesson.kind for lesson in reader.lessons()] == ["correction"]
+            assert [lesson.kind for lesson in reader.lessons.list()] == ["correction"]
             assert [e.text for e in reader.session_state("s1")] == ["I prefer dark mode."]
             # and the other way round: the reader's capture is visible to the writer
             [other] = reader.observe("I prefer tabs over spaces.")
@@ -436,9 +436,9 @@ def test_a_closed_memory_refuses_writes_of_the_new_calls(ws: Path) -> None:
         lambda: memory.observe("I prefer tea."),
         lambda: memory.record_exchange("a", "b"),
         lambda: memory.record_tool_failure("t", {}, "boom"),
-        lambda: memory.top_lessons(),
-        lambda: memory.lessons(),
-        lambda: memory.forget_lesson("lnothing"),
+        lambda: memory.lessons.top(),
+        lambda: memory.lessons.list(),
+        lambda: memory.lessons.forget("lnothing"),
     ):
         with pytest.raises(InvalidInput, match="closed"):
             call()

@@ -68,7 +68,7 @@ def test_a_daily_note_that_cannot_be_written_does_not_undo_the_turn(
         def refuse(*_: object) -> object:
             raise StorageError("cannot write the daily note: disk full")
 
-        monkeypatch.setattr(memory, "_append_note", refuse)
+        monkeypatch.setattr(memory.engine, "append_note", refuse)
         turn = memory.record_turn("s", user="hello", assistant="hi")
         assert _transcript_ids(ws, "s") == [turn.id]
         assert any("disk full" in n for n in memory.notices)
@@ -105,7 +105,7 @@ def test_a_huge_query_is_refused(memory: Memory) -> None:
 
 
 def test_observe_scans_a_huge_message_in_part_and_says_so(ws: Path) -> None:
-    from memstrata.memory import facade as memory_module
+    from memstrata.memory import capture as memory_module
 
     limit = memory_module.SCAN_CHARS
     filler = "Nothing to see in this sentence at all. " * (limit // 20)
@@ -121,7 +121,7 @@ def test_observe_scans_a_huge_message_in_part_and_says_so(ws: Path) -> None:
 
 
 def test_observe_cuts_between_words(memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
-    from memstrata.memory import facade as memory_module
+    from memstrata.memory import capture as memory_module
 
     monkeypatch.setattr(memory_module, "SCAN_CHARS", 40)
     head, tail = memory_module._scanned("aaaa bbbb cccc dddd eeee ffff gggg hhhh iiii jjjj kkkk")
@@ -137,7 +137,7 @@ def test_a_huge_document_is_refused_before_it_is_written(memory: Memory) -> None
 
     big = "line of text\n" * (MAX_DOCUMENT_BYTES // 13 + 1)
     with pytest.raises(InvalidInput, match="memory/big.md would be"):
-        memory.edit_file("memory/big.md", lambda _: big)
+        memory.documents.edit_file("memory/big.md", lambda _: big)
     assert not (memory.workspace.path / "memory" / "big.md").exists()
     assert memory.status().journal_bytes < 10_000  # nothing of it journaled
     answer = MemoryToolHandler(memory).handle(
@@ -145,9 +145,9 @@ def test_a_huge_document_is_refused_before_it_is_written(memory: Memory) -> None
     )
     assert answer.startswith("Error: memory/big.md would be"), answer[:100]
     with pytest.raises(InvalidInput, match="limit"):
-        memory.set_core("user", big)
+        memory.core.write("user", big)
     with pytest.raises(InvalidInput, match="limit"):
-        memory.note_create("big", big)
+        memory.notes.create("big", big)
 
 
 def test_a_long_session_name_names_the_session_in_the_error(memory: Memory) -> None:
@@ -158,7 +158,7 @@ def test_a_long_session_name_names_the_session_in_the_error(memory: Memory) -> N
 
 
 def test_recovery_context_chars_must_be_a_positive_whole_number(memory: Memory) -> None:
-    memory.working_progress("shipped the parser")
+    memory.working.progress("shipped the parser")
     (memory.workspace.path / "memory" / "working-buffer.md").write_text("x" * 10_000)
     for bad in (0, -5, 2.5, "10"):
         with pytest.raises(InvalidInput, match="chars must be"):
@@ -180,12 +180,12 @@ def test_a_close_refused_by_a_full_disk_still_releases_the_index_and_the_lock(
     memory = Memory.open(ws, embedder="none")
     memory.remember("a fact to flush")
     assert memory.search("fact")
-    index = memory._search_state.index  # type: ignore[union-attr]
+    index = memory._search._search_state.index  # type: ignore[union-attr]
 
     def full(*_: object) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(memory, "_flush_locked", full)
+    monkeypatch.setattr(memory.engine, "flush_locked", full)
     with pytest.raises(StorageError, match="No space left"):
         memory.close()
     with pytest.raises(sqlite3.ProgrammingError):  # the connection is closed

@@ -32,8 +32,8 @@ def searchable(ws: Path) -> Memory:
     memory.remember("The staging database listens on port 5433", category="fact")
     memory.remember("I prefer dark mode in every editor", category="preference")
     memory.record_turn("tg:1", user="We moved the billing service to Go", assistant="Noted.")
-    memory.semantic_add("facts", "Dilnoza leads the payments team")
-    memory.note_create("Retrieval", "BM25 is strong on short turns.\n\nVectors catch paraphrases.")
+    memory.semantic.add("facts", "Dilnoza leads the payments team")
+    memory.notes.create("Retrieval", "BM25 is strong on short turns.\n\nVectors catch paraphrases.")
     memory.flush()
     return memory
 
@@ -163,11 +163,11 @@ def test_new_writes_are_found_at_once_and_appends_only_add_chunks(ws: Path) -> N
     with Memory.open(ws, **HASH) as memory:
         memory.record_turn("s", user="first message about kites", assistant="ok")
         assert cites(memory, "kites", layers=["transcripts"])
-        before = dict(memory._searcher().index.chunks)  # noqa: SLF001 - the index's own state
+        before = dict(memory._search._searcher().index.chunks)  # noqa: SLF001 - the index's own state
         memory.record_turn("s", user="second message about gliders", assistant="ok")
         [hit] = memory.search("gliders", k=1, layers=["transcripts"])
         assert hit.line_start == 2
-        after = memory._searcher().index.chunks  # noqa: SLF001
+        after = memory._search._searcher().index.chunks  # noqa: SLF001
         assert all(after.get(cid) == chunk for cid, chunk in before.items())
 
 
@@ -201,7 +201,7 @@ def test_a_hand_edit_of_memory_md_is_searchable_after_reopen(ws: Path) -> None:
 
 def test_a_hand_edited_note_is_found_by_its_content_hash(ws: Path) -> None:
     with Memory.open(ws, **HASH) as memory:
-        note = memory.note_create("Trips", "Samarkand in spring.")
+        note = memory.notes.create("Trips", "Samarkand in spring.")
         assert memory.search("Samarkand", k=1)
         stamp = note.path.stat()
         note.path.write_text("# Trips\n\nBukhara in autumn.\n")
@@ -378,7 +378,7 @@ def test_reindex_builds_what_searches_keep_in_ram(ws: Path) -> None:
         for n in range(30):
             memory.remember(f"fact number {n} about the kestrel", sync=False)
         memory.reindex()
-        state = memory._searcher()
+        state = memory._search._searcher()
         assert state.lexical.live == 0  # a CLI reindex builds nothing it will not use
         memory.reindex(warm=True)
         assert state.lexical.live == len(state.index.chunks) > 0

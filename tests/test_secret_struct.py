@@ -463,7 +463,7 @@ def test_no_turn_is_refused_because_its_arguments_held_a_secret(ws: Path) -> Non
                 assert type(call["arguments"]) is type(sent)
                 if isinstance(sent, str):
                     json.loads(call["arguments"])  # still JSON
-        assert len(memory.turns("s")) == 2 * len(ARGUMENT_SHAPES)
+        assert len(memory.sessions.turns("s")) == 2 * len(ARGUMENT_SHAPES)
     leaks = [name for name, data in _workspace_bytes(ws).items() if secret.encode() in data]
     assert leaks == []
     assert b"12345678" not in _workspace_bytes(ws)["sessions/s.jsonl"]
@@ -477,7 +477,7 @@ def test_lessons_and_observations_redact_json(ws: Path) -> None:
         memory.record_tool_failure("deploy", {"token": 12345678901}, "boom")
         memory.observe('Remember that the staging config is {"api_key": "Zq9abcdefgh"}.')
         memory.remember('the deploy settings are {"client_secret": "Zq9ijklmnop", "region": "eu"}')
-        lessons = " ".join(lesson.text for lesson in memory.lessons())
+        lessons = " ".join(lesson.text for lesson in memory.lessons.list())
         assert "[REDACTED:password]" in lessons and "[REDACTED:token]" in lessons
     data = b"".join(_workspace_bytes(ws).values())
     for secret in (b"Hunter2xQz9", b"12345678901", b"Zq9abcdefgh", b"Zq9ijklmnop"):

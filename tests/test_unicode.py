@@ -70,7 +70,7 @@ def test_record_turn_takes_a_lone_surrogate_in_every_part(memory: Memory) -> Non
     )
     assert turn.text_of("user") == "a\ufffd b"
     assert "\ud800" not in json.dumps(turn.to_dict(), ensure_ascii=False)
-    [again] = memory.turns("s\ud800")
+    [again] = memory.sessions.turns("s\ud800")
     assert again.id == turn.id
     _on_disk_is_utf8(memory.workspace.path)
 
@@ -85,11 +85,11 @@ def test_search_with_a_lone_surrogate_is_a_search(ws: Path) -> None:
 
 def test_lessons_layers_and_notes_take_a_lone_surrogate(memory: Memory) -> None:
     memory.record_tool_failure("tool\ud800", {"arg": BAD}, ValueError(BAD))
-    memory.working_add("priorities", BAD)
-    memory.working_progress(BAD)
-    memory.semantic_add("facts", BAD)
-    memory.set_core("user", BAD)
-    memory.note_create("title \ud800", BAD)
+    memory.working.add("priorities", BAD)
+    memory.working.progress(BAD)
+    memory.semantic.add("facts", BAD)
+    memory.core.write("user", BAD)
+    memory.notes.create("title \ud800", BAD)
     _on_disk_is_utf8(memory.workspace.path)
 
 
@@ -111,7 +111,7 @@ def test_the_memory_tool_writes_a_lone_surrogate_as_a_replacement_character(
     assert tool.handle({"command": "view", "path": "/memories/memory/x\ud800.md"}).startswith(
         "Error:"
     )
-    memory.edit_file("memory/y.md", lambda _: BAD)
+    memory.documents.edit_file("memory/y.md", lambda _: BAD)
     assert (memory.workspace.path / "memory" / "y.md").read_text() == "a\ufffd b"
 
 

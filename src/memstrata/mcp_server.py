@@ -153,7 +153,7 @@ def _with_group(arguments: dict[str, Any], group: str | None) -> dict[str, Any]:
 def _core_resource(server: MCPServer[Any], memory: Memory, file: str) -> None:
     @server.resource(f"memstrata://core/{file}", name=file, mime_type="text/markdown")
     def read_core() -> str:
-        return memory.core(file)
+        return memory.core.read(file)
 
 
 def _loopback(host: str) -> bool:

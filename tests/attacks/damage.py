@@ -80,7 +80,7 @@ def populate(ws: Path, journal: bool) -> Before:
         memory.supersede(items[4].id, "seeded fact 4, corrected")
         for i in range(5):
             memory.record_turn("s1", user=f"user turn {i}", assistant=f"answer {i}")
-        memory.edit_file("memory/notes.md", lambda _: "# notes\nkeep this line\n")
+        memory.documents.edit_file("memory/notes.md", lambda _: "# notes\nkeep this line\n")
         memory.record_tool_failure("grep", {"pattern": "x"}, "grep failed")
         memory.search("seeded fact")  # the index is on disk
     if journal:
@@ -290,12 +290,15 @@ def exercise(ws: Path, attempt: Try) -> None:
     for where, call in (
         ("status", memory.status),
         ("build_context", lambda: memory.build_context("what about topic 7?", budget_tokens=400)),
-        ("turns", lambda: memory.turns("s1")),
+        ("turns", lambda: memory.sessions.turns("s1")),
         ("forgotten", memory.forgotten),
-        ("lessons", memory.lessons),
+        ("lessons", memory.lessons.list),
         ("remember", lambda: memory.remember("written after the damage")),
         ("record_turn", lambda: memory.record_turn("s1", user="after damage", assistant="ok")),
-        ("edit_file", lambda: memory.edit_file("memory/notes.md", lambda t: (t or "") + "more\n")),
+        (
+            "edit_file",
+            lambda: memory.documents.edit_file("memory/notes.md", lambda t: (t or "") + "more\n"),
+        ),
         ("flush", memory.flush),
     ):
         attempt.call(where, call)

@@ -121,7 +121,7 @@ def memory_tool(i):
     elif op == "edit_file":
         after = text + f"appended {i}\n"
         say("B", doc=path, after=after)
-        memory.edit_file(path, lambda old: old + f"appended {i}\n")
+        memory.documents.edit_file(path, lambda old: old + f"appended {i}\n")
         docs[path] = after
         say("A", doc=path, after=after)
         return

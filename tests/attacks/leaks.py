@@ -208,12 +208,14 @@ CHANNELS: dict[str, Channel] = {
         "str_replace", old_str=lambda t: "placeholder", new_str=lambda t: t
     ),
     "memory tool insert": _tool("insert", insert_line=lambda t: 1, insert_text=lambda t: t),
-    "edit_file": lambda m, t, n: m.edit_file(f"memory/edit-{n}.md", lambda _: f"# e\n{t}\n"),
-    "working_add": lambda m, t, n: m.working_add("open_threads", f"check {t}"),
-    "working_progress": lambda m, t, n: m.working_progress(f"rotated {t}"),
-    "note_create": lambda m, t, n: m.note_create(f"note {n}", f"body {t}"),
-    "set_core": lambda m, t, n: m.set_core("user", f"# User\n{t}\n"),
-    "semantic_add": lambda m, t, n: m.semantic_add("facts", f"the key is {t}"),
+    "edit_file": lambda m, t, n: m.documents.edit_file(
+        f"memory/edit-{n}.md", lambda _: f"# e\n{t}\n"
+    ),
+    "working_add": lambda m, t, n: m.working.add("open_threads", f"check {t}"),
+    "working_progress": lambda m, t, n: m.working.progress(f"rotated {t}"),
+    "note_create": lambda m, t, n: m.notes.create(f"note {n}", f"body {t}"),
+    "set_core": lambda m, t, n: m.core.write("user", f"# User\n{t}\n"),
+    "semantic_add": lambda m, t, n: m.semantic.add("facts", f"the key is {t}"),
     "tool memory_write": _dispatch,
     "search query": lambda m, t, n: m.search(f"find {t}"),
 }

@@ -91,7 +91,7 @@ def work(memory: Memory, name: str, ops: int, seed: int, say: Callable[[str], No
             elif op in ("doc", "shared_doc"):
                 path = SHARED_DOC if op == "shared_doc" else f"memory/{name}.md"
                 line = f"{name} line {i}"
-                memory.edit_file(path, _appending(line))
+                memory.documents.edit_file(path, _appending(line))
                 ack(doc=path, line=line)
             elif op == "turn":
                 turn = memory.record_turn(name, user=f"{name} says {i}", assistant="ok")
@@ -157,7 +157,7 @@ def check(ws: Path, outcome: Outcome, attempt: Try) -> None:
         attempt.fail("corrupt", problem)
     with Memory.open(ws, embedder="none") as memory:
         live = {item.id: item.text for item in memory.list()}
-        turns = {s: memory.turns(s) for s in outcome.turns}
+        turns = {s: memory.sessions.turns(s) for s in outcome.turns}
     missing = [k for k in outcome.live if live.get(k) != outcome.live[k]]
     attempt.lose(len(missing), f"facts {[outcome.live[k] for k in missing[:3]]}")
     undone = sorted(outcome.gone & live.keys())

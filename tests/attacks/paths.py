@@ -120,7 +120,7 @@ class Setup:
         (self.outside / "folder").mkdir()
         with Memory.open(self.ws, embedder="none") as memory:
             memory.remember("a fact to search")
-            memory.edit_file("memory/notes.md", lambda _: "# notes\nx marks the spot\n")
+            memory.documents.edit_file("memory/notes.md", lambda _: "# notes\nx marks the spot\n")
             memory.record_turn("s1", user="hello", assistant="hi")
         (self.ws / "memory" / "link.md").symlink_to(self.outside / "canary.md")
         (self.ws / "semantic" / "evil.md").symlink_to(self.outside / "canary.md")
@@ -167,16 +167,16 @@ def entry_points(memory: Memory, handler: MemoryToolHandler) -> dict[str, Callab
         "tool raw path": lambda path: handler.handle(
             {"command": "create", "path": path, "file_text": "pwned\n"}
         ),
-        "edit_file": lambda path: memory.edit_file(path, lambda _: "pwned\n"),
-        "rename_file from": lambda path: memory.rename_file(path, "memory/ok.md"),
-        "rename_file to": lambda path: memory.rename_file("memory/notes.md", path),
+        "edit_file": lambda path: memory.documents.edit_file(path, lambda _: "pwned\n"),
+        "rename_file from": lambda path: memory.documents.rename_file(path, "memory/ok.md"),
+        "rename_file to": lambda path: memory.documents.rename_file("memory/notes.md", path),
         "memory_get": lambda path: dispatch(memory, "memory_get", {"path": path}),
-        "note": lambda path: memory.note(path),
-        "note_create title": lambda path: memory.note_create(path, "pwned"),
-        "note_create folder": lambda path: memory.note_create("pwned", "pwned", folder=path),
-        "core": lambda path: memory.core(path),
-        "semantic": lambda path: memory.semantic(path),
-        "semantic_add": lambda path: memory.semantic_add(path, "pwned"),
+        "note": lambda path: memory.notes.read(path),
+        "note_create title": lambda path: memory.notes.create(path, "pwned"),
+        "note_create folder": lambda path: memory.notes.create("pwned", "pwned", folder=path),
+        "core": lambda path: memory.core.read(path),
+        "semantic": lambda path: memory.semantic.read(path),
+        "semantic_add": lambda path: memory.semantic.add(path, "pwned"),
     }
 
 
@@ -236,8 +236,8 @@ def _names(memory: Memory) -> dict[str, Callable[[Any], Any]]:
         "record_turn session": lambda s: memory.record_turn(s, user="pwned", assistant="ok"),
         "observe session": lambda s: memory.observe("Remember that I am careful", session=s),
         "session_state": lambda s: memory.session_state(s),
-        "turns": lambda s: memory.turns(s),
-        "compact_transcript": lambda s: memory.compact_transcript(s),
+        "turns": lambda s: memory.sessions.turns(s),
+        "compact_transcript": lambda s: memory.sessions.compact(s),
     }
 
 

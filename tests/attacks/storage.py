@@ -145,7 +145,9 @@ def _write_until_full(memory: Memory, rng: Random, attempt: Try) -> Written:
 def _check_written(ws: Path, written: Written, attempt: Try) -> None:
     with Memory.open(ws, embedder="none") as memory:
         live = {item.id: item.text for item in memory.list()}
-        said = {t.text_of("user") for t in memory.turns("full")} if written.turns else set()
+        said = (
+            {t.text_of("user") for t in memory.sessions.turns("full")} if written.turns else set()
+        )
         attempt.call("remember after", lambda: memory.remember("written after space was freed"))
         attempt.call("flush after", memory.flush)
         hits = attempt.call("search after", lambda: memory.search("written after space was freed"))
@@ -220,7 +222,7 @@ def populate(ws: Path) -> None:
         gone = memory.remember("a fact that was forgotten")
         memory.forget(gone.id)
         memory.record_turn("s1", user="we deploy on Fridays", assistant="noted")
-        memory.edit_file("memory/notes.md", lambda _: "# notes\nline one\n")
+        memory.documents.edit_file("memory/notes.md", lambda _: "# notes\nline one\n")
         memory.record_tool_failure("grep", {"q": "x"}, "grep failed")
         memory.search("tea")  # the index is on disk
         memory.remember("written after the index was built")
@@ -267,15 +269,15 @@ def reads(memory: Memory) -> dict[str, Callable[[], Any]]:
         "build_context": lambda: memory.build_context("who am I?", budget_tokens=500),
         "search": lambda: memory.search("tea"),
         "index_status": memory.index_status,
-        "turns": lambda: memory.turns("s1"),
-        "sessions": memory.sessions,
+        "turns": lambda: memory.sessions.turns("s1"),
+        "sessions": memory.sessions.list,
         "session_state": memory.session_state,
         "forgotten": memory.forgotten,
-        "lessons": memory.lessons,
-        "core": lambda: memory.core("agent"),
-        "working": memory.working,
-        "semantic": lambda: memory.semantic("facts"),
-        "notes": memory.notes,
+        "lessons": memory.lessons.list,
+        "core": lambda: memory.core.read("agent"),
+        "working": memory.working.read,
+        "semantic": lambda: memory.semantic.read("facts"),
+        "notes": memory.notes.list,
         "memory tool view": lambda: _tool(memory, {"command": "view", "path": "/memories"}),
         "memory tool view MEMORY.md": lambda: _tool(
             memory, {"command": "view", "path": "/memories/MEMORY.md"}
@@ -293,7 +295,7 @@ def writes(memory: Memory) -> dict[str, Callable[[], Any]]:
     live = memory.list()
     item = live[0] if live else None
     gone = memory.forgotten()
-    lessons = memory.lessons()
+    lessons = memory.lessons.list()
     some = item.id if item else "x"
     return {
         "remember": lambda: memory.remember("a new fact"),
@@ -304,9 +306,11 @@ def writes(memory: Memory) -> dict[str, Callable[[], Any]]:
         "record_turn": lambda: memory.record_turn("s1", user="hi", assistant="hello"),
         "record_exchange": lambda: memory.record_exchange("hi", "hello"),
         "record_tool_failure": lambda: memory.record_tool_failure("ls", {}, "failed"),
-        "forget_lesson": lambda: memory.forget_lesson(lessons[0].id if lessons else "x"),
-        "edit_file": lambda: memory.edit_file("memory/notes.md", lambda t: (t or "") + "x\n"),
-        "rename_file": lambda: memory.rename_file("memory/notes.md", "memory/moved.md"),
+        "forget_lesson": lambda: memory.lessons.forget(lessons[0].id if lessons else "x"),
+        "edit_file": lambda: memory.documents.edit_file(
+            "memory/notes.md", lambda t: (t or "") + "x\n"
+        ),
+        "rename_file": lambda: memory.documents.rename_file("memory/notes.md", "memory/moved.md"),
         "memory tool create": lambda: _tool(
             memory, {"command": "create", "path": "/memories/memory/new.md", "file_text": "x"}
         ),
@@ -325,12 +329,12 @@ def writes(memory: Memory) -> dict[str, Callable[[], Any]]:
         "tool memory_write": lambda: _dispatch(memory, "memory_write", {"text": "agent fact"}),
         "flush": memory.flush,
         "compact": memory.compact,
-        "set_core": lambda: memory.set_core("agent", "# Agent\nbe brief\n"),
-        "working_add": lambda: memory.working_add("priorities", "ship it"),
-        "working_progress": lambda: memory.working_progress("did a thing"),
-        "semantic_add": lambda: memory.semantic_add("facts", "the sky is blue"),
-        "note_create": lambda: memory.note_create("a new note", "body"),
-        "compact_transcript": lambda: memory.compact_transcript("s1", keep=0),
+        "set_core": lambda: memory.core.write("agent", "# Agent\nbe brief\n"),
+        "working_add": lambda: memory.working.add("priorities", "ship it"),
+        "working_progress": lambda: memory.working.progress("did a thing"),
+        "semantic_add": lambda: memory.semantic.add("facts", "the sky is blue"),
+        "note_create": lambda: memory.notes.create("a new note", "body"),
+        "compact_transcript": lambda: memory.sessions.compact("s1", keep=0),
     }
 
 

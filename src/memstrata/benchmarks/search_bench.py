@@ -86,7 +86,7 @@ def _projection_agreement(memory: Memory, questions: list[str]) -> float | None:
     """How much of the exact top 300 by cosine the matrix's ``top`` returns."""
     import numpy as np
 
-    state = memory._searcher()
+    state = memory._search._searcher()  # noqa: SLF001
     vectors, index, embedder = state.vectors, state.index, state.embedder
     if embedder is None or not vectors.projected:
         return None

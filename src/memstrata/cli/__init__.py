@@ -389,7 +389,7 @@ def list_lessons(
 ) -> None:
     """Lessons, the ones to show first at the top."""
     with open_memory(workspace, group) as memory:
-        found = memory.top_lessons(len(memory.lessons()) if limit is None else limit)
+        found = memory.lessons.top(len(memory.lessons.list()) if limit is None else limit)
     if as_json:
         print_json([lesson.to_dict() for lesson in found])
         return
@@ -418,7 +418,7 @@ def list_lessons(
 def delete_lesson(workspace: str | None, group: str | None, lesson_id: str, as_json: bool) -> None:
     """Delete the lesson with this ID."""
     with open_memory(workspace, group) as memory:
-        lesson = memory.forget_lesson(lesson_id)
+        lesson = memory.lessons.forget(lesson_id)
     if as_json:
         print_json(lesson.to_dict())
     else:

@@ -27,7 +27,7 @@ def session_group() -> None:
 def session_list(workspace: str | None, group: str | None, as_json: bool) -> None:
     """Every session with a transcript, the most recently active first."""
     with open_memory(workspace, group) as memory:
-        found = memory.sessions()
+        found = memory.sessions.list()
     if as_json:
         print_json([info.to_dict() for info in found])
         return
@@ -68,7 +68,7 @@ def session_show(
 ) -> None:
     """The turns of SESSION, oldest first."""
     with open_memory(workspace, group) as memory:
-        turns = memory.turns(session, last=last, archived=archived)
+        turns = memory.sessions.turns(session, last=last, archived=archived)
     if as_json:
         print_json([turn.to_dict() for turn in turns])
         return
@@ -112,10 +112,10 @@ def session_compact(
         raise click.UsageError("give either --session ID or --all")
     with open_memory(workspace, group) as memory:
         if all_sessions:
-            done = memory.compact_transcripts(keep=keep)
+            done = memory.sessions.compact_all(keep=keep)
         else:
             assert session is not None
-            done = [memory.compact_transcript(session, keep=keep)]
+            done = [memory.sessions.compact(session, keep=keep)]
     if as_json:
         print_json([result.to_dict() for result in done])
         return
@@ -142,7 +142,7 @@ def core_group() -> None:
 def core_show(workspace: str | None, group: str | None, name: str, as_json: bool) -> None:
     """Print core file NAME."""
     with open_memory(workspace, group) as memory:
-        text = memory.core(name)
+        text = memory.core.read(name)
     if as_json:
         print_json({"name": name, "text": text})
     else:
@@ -157,7 +157,7 @@ def core_set(workspace: str | None, group: str | None, name: str, text: str | No
     """Replace core file NAME with TEXT (or standard input); secrets are redacted."""
     body = read_stdin() if text is None else text
     with open_memory(workspace, group) as memory:
-        written = memory.set_core(name, body)
+        written = memory.core.write(name, body)
     console.print(f"Wrote core/{name.upper()}.md ({len(written)} characters).", markup=False)
 
 
@@ -175,7 +175,7 @@ def working_group() -> None:
 def working_show(workspace: str | None, group: str | None, as_json: bool) -> None:
     """The sections of WORKING_MEMORY.md and their items."""
     with open_memory(workspace, group) as memory:
-        current = memory.working()
+        current = memory.working.read()
     if as_json:
         print_json({key: list(current.items(key)) for key in SECTIONS})
         return
@@ -192,7 +192,7 @@ def working_show(workspace: str | None, group: str | None, as_json: bool) -> Non
 def working_add(workspace: str | None, group: str | None, section: str, text: str) -> None:
     """Add TEXT to SECTION."""
     with open_memory(workspace, group) as memory:
-        dropped = memory.working_add(section, text)
+        dropped = memory.working.add(section, text)
     _report_dropped(len(dropped))
 
 
@@ -202,7 +202,7 @@ def working_add(workspace: str | None, group: str | None, section: str, text: st
 def working_progress(workspace: str | None, group: str | None, text: str) -> None:
     """Note progress (the oldest progress leaves first when the file is full)."""
     with open_memory(workspace, group) as memory:
-        dropped = memory.working_progress(text)
+        dropped = memory.working.progress(text)
     _report_dropped(len(dropped))
 
 
@@ -228,7 +228,7 @@ def semantic_group() -> None:
 def semantic_list(workspace: str | None, group: str | None, name: str, as_json: bool) -> None:
     """The items of semantic file NAME, with their line numbers."""
     with open_memory(workspace, group) as memory:
-        items = memory.semantic(name)
+        items = memory.semantic.read(name)
     if as_json:
         print_json([{"line": i.line, "text": i.text, "heading": i.heading} for i in items])
         return
@@ -243,7 +243,7 @@ def semantic_list(workspace: str | None, group: str | None, name: str, as_json: 
 def semantic_add(workspace: str | None, group: str | None, name: str, text: str) -> None:
     """Append TEXT to semantic file NAME (once)."""
     with open_memory(workspace, group) as memory:
-        added = memory.semantic_add(name, text)
+        added = memory.semantic.add(name, text)
     message = f"Added at line {added.line}." if added else "Already there."
     console.print(message, markup=False)
 
@@ -256,7 +256,7 @@ def semantic_remove(workspace: str | None, group: str | None, name: str, item: s
     """Remove ITEM (its exact text, or its line number) from semantic file NAME."""
     which: str | int = int(item) if item.isdigit() else item
     with open_memory(workspace, group) as memory:
-        removed = memory.semantic_remove(name, which)
+        removed = memory.semantic.remove(name, which)
     console.print(f"Removed {len(removed)} item(s).", markup=False)
 
 
@@ -279,7 +279,7 @@ def notes_new(
 ) -> None:
     """Create a note titled TITLE."""
     with open_memory(workspace, group) as memory:
-        note = memory.note_create(title, body, folder=folder)
+        note = memory.notes.create(title, body, folder=folder)
     if as_json:
         print_json({"name": note.name, "folder": note.folder})
     else:
@@ -293,7 +293,7 @@ def notes_new(
 def notes_list(workspace: str | None, group: str | None, folder: str | None, as_json: bool) -> None:
     """The notes, by folder."""
     with open_memory(workspace, group) as memory:
-        found = memory.notes(folder)
+        found = memory.notes.list(folder)
     if as_json:
         print_json([{"name": note.name, "folder": note.folder} for note in found])
         return
@@ -308,8 +308,8 @@ def notes_list(workspace: str | None, group: str | None, folder: str | None, as_
 def notes_show(workspace: str | None, group: str | None, name: str, as_json: bool) -> None:
     """Print note NAME, and the notes that link to it."""
     with open_memory(workspace, group) as memory:
-        text = memory.note(name)
-        linked_from = [note.name for note in memory.backlinks(name)]
+        text = memory.notes.read(name)
+        linked_from = [note.name for note in memory.notes.backlinks(name)]
     if as_json:
         print_json({"name": name, "text": text, "backlinks": linked_from})
         return
@@ -325,7 +325,7 @@ def notes_show(workspace: str | None, group: str | None, name: str, as_json: boo
 def notes_link(workspace: str | None, group: str | None, source: str, target: str) -> None:
     """Add a [[TARGET]] link to note SOURCE."""
     with open_memory(workspace, group) as memory:
-        added = memory.note_link(source, target)
+        added = memory.notes.link(source, target)
     console.print("Linked." if added else "Already linked.", markup=False)
 
 
@@ -336,7 +336,7 @@ def notes_link(workspace: str | None, group: str | None, source: str, target: st
 def notes_move(workspace: str | None, group: str | None, name: str, folder: str) -> None:
     """Move note NAME to FOLDER (zettel keeps an inbox note)."""
     with open_memory(workspace, group) as memory:
-        note = memory.note_move(name, folder)
+        note = memory.notes.move(name, folder)
     console.print(f"Moved to {note.folder}/{note.name}.md", markup=False)
 
 

@@ -46,9 +46,9 @@ from ..stores import working as working_layer
 from ..stores.compaction import update_meta
 from ..stores.longterm import OP_PUT
 from ..stores.session_state import StateEntry, parse_state
-from .search import Searching
+from .engine import Engine
 
-__all__ = ["Prompting", "SessionSummary"]
+__all__ = ["PromptBuilder", "SessionSummary"]
 
 _T = TypeVar("_T")
 log = logging.getLogger("memstrata")
@@ -79,13 +79,17 @@ class SessionSummary:
         }
 
 
-class Prompting(Searching):
-    """Context building for the prompt, and session summaries."""
+class PromptBuilder:
+    """Context building for the prompt, and session summaries (a part of
+    ``Memory``: it holds the engine and hears of every turn through it)."""
 
-    _file_cache: dict[Path, tuple[tuple[int, int], object]] | None = None
-    _gate: FactGate | None = None
-    _summary_counts: dict[str, int] | None = None
-    _facts_cache: tuple[tuple[int, int, int], list[tuple[str, str]]] | None = None
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self._file_cache: dict[Path, tuple[tuple[int, int], object]] | None = None
+        self._gate: FactGate | None = None
+        self._summary_counts: dict[str, int] | None = None
+        self._facts_cache: tuple[tuple[int, int, int], list[tuple[str, str]]] | None = None
+        engine.events.on_turn(self._after_turn)
 
     def build_context(
         self,
@@ -105,16 +109,16 @@ class Prompting(Searching):
         if budget_tokens < 1:
             raise InvalidInput(f"budget_tokens must be >= 1, not {budget_tokens}")
         name = clean_session(session)
-        self._check_open()
+        self.engine.check_open()
         counting = counter or EstimateCounter()
-        root = self.workspace.path
+        root = self.engine.workspace.path
         core = []
         for file in core_layer.FILES.values():
             text = self._cached_text(root / "core" / file)
             if text:
                 core.append((f"core/{file}", text))
-        working_text = self._cached_text(working_layer.path(self.workspace))
-        state_path = self.workspace.session_state(name)
+        working_text = self._cached_text(working_layer.path(self.engine.workspace))
+        state_path = self.engine.workspace.session_state(name)
         state_lines = [
             f"- {entry.category}: {entry.text}" for entry in self._cached_state(state_path)
         ]
@@ -130,17 +134,19 @@ class Prompting(Searching):
                     seen.add(item.id)
                     yield category_title(item.category), f"- {item.text}"
             # at most a few hundred lines fit any budget: no need to walk them all
-            with self._state:
-                newest = self._store.newest(lambda i: i.is_live, min(limit, budget_tokens // 2))
+            with self.engine.state:
+                newest = self.engine.store.newest(
+                    lambda i: i.is_live, min(limit, budget_tokens // 2)
+                )
             for item in newest:
                 if item.id not in seen:
                     yield category_title(item.category), f"- {item.text}"
 
-        with self._state:
-            lessons = [f"- {lesson.text}" for lesson in self._lessons.top(LESSONS)]
+        with self.engine.state:
+            lessons = [f"- {lesson.text}" for lesson in self.engine.lessons.top(LESSONS)]
         recent = None
         if name is not None:
-            path = history.transcript_path(self.workspace, name)
+            path = history.transcript_path(self.engine.workspace, name)
             lines = self._cached_recent(path)
             if lines:
                 recent = (path.relative_to(root).as_posix(), lines)
@@ -163,19 +169,21 @@ class Prompting(Searching):
         gate = self._gate
         if gate is None:
             gate = self._gate = FactGate()
-        self._refresh()
-        with self._state:
-            gate.sync(self._store.items, self.fact_generation, self.fact_changes)
+        self.engine.refresh()
+        with self.engine.state:
+            gate.sync(
+                self.engine.store.items, self.engine.fact_generation, self.engine.fact_changes
+            )
         return gate
 
     def _items_by_id(self) -> dict[str, Item]:
-        with self._state:
-            return self._store.items
+        with self.engine.state:
+            return self.engine.store.items
 
     def _live_facts(self) -> builtins.list[tuple[str, str]]:
         """Every live fact as (heading, line), rendered once per change of the store."""
-        with self._state:
-            store = self._store
+        with self.engine.state:
+            store = self.engine.store
             version = (id(store.items), store.lsn, len(store.items))
             cached = self._facts_cache
             if cached is not None and cached[0] == version:
@@ -223,12 +231,12 @@ class Prompting(Searching):
         if isinstance(chars, bool) or not isinstance(chars, int) or chars < 1:
             raise InvalidInput(f"chars must be a whole number >= 1, not {chars!r}")
         name = clean_session(session)
-        root = self.workspace.path
+        root = self.engine.workspace.path
         parts = []
         today = now().astimezone().date().isoformat()
         sources = [
             ("Working buffer (memory/working-buffer.md)", root / "memory" / "working-buffer.md"),
-            ("Session state", self.workspace.session_state(name)),
+            ("Session state", self.engine.workspace.session_state(name)),
             (f"Today's notes (memory/{today}.md)", root / "memory" / f"{today}.md"),
         ]
         share = max(chars // len(sources), 1)  # text[-0:] would be all of it
@@ -252,8 +260,8 @@ class Prompting(Searching):
         name = clean_session(session)
         if name is None:
             raise InvalidInput("compact_session needs a session")
-        self._check_open()
-        path = history.transcript_path(self.workspace, name)
+        self.engine.check_open()
+        path = history.transcript_path(self.engine.workspace, name)
         if not path.exists():
             raise NotFound(f"no transcript for session {name!r}")
         turns = history.turns_since_summary(path)
@@ -270,8 +278,8 @@ class Prompting(Searching):
             if line.startswith("- ") and line[2:].strip() and line[2:].strip() != "none"
         ]
         events: builtins.list[WriteEvent] = []
-        with storage_errors("write the session summary"), self._lock:
-            folder = self.workspace.path / "summaries"
+        with storage_errors("write the session summary"), self.engine.lock:
+            folder = self.engine.workspace.path / "summaries"
             folder.mkdir(parents=True, exist_ok=True)
             target = folder / f"{session_stem(name)}.md"
             block = f"## Session Compaction {stamp} (turns {first}-{last}, {chosen.name})\n\n"
@@ -280,19 +288,19 @@ class Prompting(Searching):
                 (block + summary.strip() + "\n\n").encode(),
                 header=f"# Summaries of session {name}\n\n".encode(),
             )
-            self._catch_up(repair=True)
+            self.engine.catch_up(repair=True)
             category = f"Session Compaction {stamp}"
             items = []
             for bullet in bullets:
-                item = self._live_or_new(bullet[:4000], category, Source.AGENT, name, at)
+                item = self.engine.live_or_new(bullet[:4000], category, Source.AGENT, name, at)
                 if not item.hits:
                     items.append(item)
             if items:
                 payload = {"items": [item.to_dict() for item in items], "reason": "compaction"}
-                self._write(OP_PUT, payload, sync=True)
-                self._after_write()
+                self.engine.write(OP_PUT, payload, sync=True)
+                self.engine.after_write()
             update_meta(
-                self.workspace,
+                self.engine.workspace,
                 name,
                 {
                     "next_run_no_continue": True,
@@ -301,14 +309,14 @@ class Prompting(Searching):
                 },
             )
             self._summary_tokens.pop(name, None)
-            where = target.relative_to(self.workspace.path).as_posix()
+            where = target.relative_to(self.engine.workspace.path).as_posix()
             events.append(WriteEvent("summary", "put", summary, Source.AGENT, where, name))
             if items:
                 ids = tuple(item.id for item in items)
                 events.append(
                     WriteEvent("fact", "put", summary, Source.AGENT, "MEMORY.md", name, ids)
                 )
-        self._notify(*events)
+        self.engine.events.notify(*events)
         return SessionSummary(
             name, chosen.name, where, summary, (first, last), tuple(i.id for i in items)
         )
@@ -321,23 +329,23 @@ class Prompting(Searching):
 
     def _after_turn(self, turn: history.Turn) -> None:
         """The automatic summary after a durable turn; never raises (see the module)."""
-        limit = self.settings.session_summary_tokens
+        limit = self.engine.settings.session_summary_tokens
         if not limit:
             return
         try:
             self._count_and_summarize(turn, limit)
         except MemstrataError as exc:
-            self._notice(f"session {turn.session}: the automatic summary failed: {exc}")
+            self.engine.notice(f"session {turn.session}: the automatic summary failed: {exc}")
             self._summary_tokens[turn.session] = 0
         except Exception as exc:  # a bug must not turn a durable turn into an error
             log.exception("memstrata: the automatic summary of session %s failed", turn.session)
-            self._notice(f"session {turn.session}: the automatic summary failed: {exc!r}")
+            self.engine.notice(f"session {turn.session}: the automatic summary failed: {exc!r}")
             self._summary_tokens[turn.session] = 0
 
     def _count_and_summarize(self, turn: history.Turn, limit: int) -> None:
         counts = self._summary_tokens
         if turn.session not in counts:
-            path = history.transcript_path(self.workspace, turn.session)
+            path = history.transcript_path(self.engine.workspace, turn.session)
             counts[turn.session] = sum(_tokens(t) for t in history.turns_since_summary(path))
         else:
             counts[turn.session] += _tokens(turn)
@@ -345,7 +353,7 @@ class Prompting(Searching):
             return
 
         def fell_back(why: MemstrataError) -> None:
-            self._notice(
+            self.engine.notice(
                 f"session {turn.session}: the model summary could not run ({why}); "
                 "the extractive summary was written instead"
             )

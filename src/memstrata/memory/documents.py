@@ -54,8 +54,12 @@ class NotText(InvalidInput):
     """The file to edit is not UTF-8 text."""
 
 
-class Documents(Engine):
-    """Journaled edits, deletes and renames of the workspace's allowed files."""
+class Documents:
+    """Journaled edits, deletes and renames of the workspace's allowed files (a
+    part of ``Memory``, as ``memory.documents``)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
 
     def edit_file(
         self, path: str, edit: FileEdit, *, source: Source | str = Source.AGENT
@@ -68,9 +72,9 @@ class Documents(Engine):
         """
         relative, target = self._document(path)
         origin = parse_source(source)
-        self._check_open()
-        with storage_errors(f"change {relative}"), self._lock:
-            self._catch_up(repair=True)
+        self.engine.check_open()
+        with storage_errors(f"change {relative}"), self.engine.lock:
+            self.engine.catch_up(repair=True)
             data = read_or_none(target)
             old = None if data is None else _text(data, relative)
             new = edit(old)
@@ -83,7 +87,7 @@ class Documents(Engine):
             if new is None:
                 if data is None:
                     raise NotFound(f"{relative} does not exist")
-                self._write(OP_DOC_DELETE, record, sync=True)
+                self.engine.write(OP_DOC_DELETE, record, sync=True)
                 remove(target)
                 event = WriteEvent("document", "delete", "", origin, relative)
             else:
@@ -93,10 +97,10 @@ class Documents(Engine):
                 record.update(text=new, after=digest(encoded))
                 target.parent.mkdir(parents=True, exist_ok=True)
                 with staged_write(target, encoded):
-                    self._write(OP_DOC_PUT, record, sync=True)
+                    self.engine.write(OP_DOC_PUT, record, sync=True)
                 event = WriteEvent("document", "put", new, origin, relative)
-            self._after_write()
-        self._notify(event)
+            self.engine.after_write()
+        self.engine.events.notify(event)
         return new
 
     def rename_file(self, old: str, new: str, *, source: Source | str = Source.AGENT) -> None:
@@ -105,9 +109,9 @@ class Documents(Engine):
         old_relative, source_path = self._document(old)
         new_relative, target = self._document(new)
         origin = parse_source(source)
-        self._check_open()
-        with storage_errors(f"rename {old_relative}"), self._lock:
-            self._catch_up(repair=True)
+        self.engine.check_open()
+        with storage_errors(f"rename {old_relative}"), self.engine.lock:
+            self.engine.catch_up(repair=True)
             data = read_or_none(source_path)
             if data is None:
                 raise NotFound(f"{old_relative} does not exist")
@@ -120,21 +124,21 @@ class Documents(Engine):
                 "at": _stamp(),
                 "source": origin.value,
             }
-            self._write(OP_DOC_RENAME, record, sync=True)
+            self.engine.write(OP_DOC_RENAME, record, sync=True)
             try:
                 move(source_path, target)
             except FileExistsError:  # created by hand just now: the record's redo skips it
                 raise Conflict(f"{new_relative} already exists") from None
-            self._after_write()
+            self.engine.after_write()
         content = data.decode("utf-8", errors="replace")  # the move is done: only tell
-        self._notify(
+        self.engine.events.notify(
             WriteEvent("document", "delete", "", origin, old_relative),
             WriteEvent("document", "put", content, origin, new_relative),
         )
 
     def _document(self, path: str) -> tuple[str, Path]:
         """``path`` checked by the path guard for writing: (relative, absolute)."""
-        target = resolve(self.workspace.path, path, write=True)
+        target = resolve(self.engine.workspace.path, path, write=True)
         if path == RENDERED:
             raise InvalidInput(
                 "MEMORY.md is rendered from the long-term store and cannot be written as a "

@@ -58,7 +58,7 @@ if TYPE_CHECKING:
 
     from ..embed import Embedder
 
-__all__ = ["IndexReport", "Searching"]
+__all__ = ["IndexReport", "Searcher"]
 
 log = logging.getLogger("memstrata")
 
@@ -106,10 +106,15 @@ class IndexReport:
         }
 
 
-class Searching(Engine):
-    """Hybrid search over every searchable file of the workspace."""
+class Searcher:
+    """Hybrid search over every searchable file of the workspace (a part of
+    ``Memory``: it holds the engine and hears of every write through it)."""
 
-    _search_state: _SearchState | None = None
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self._search_state: _SearchState | None = None
+        engine.events.subscribe(self._mark_dirty)
+        engine.events.on_close(closed=self.close)
 
     # -- public ------------------------------------------------------------------
 
@@ -145,7 +150,7 @@ class Searching(Engine):
             unknown = ", ".join(sorted(wanted - LAYERS))
             raise InvalidInput(f"unknown layer {unknown}; known: {', '.join(sorted(LAYERS))}")
         filters = Filters(wanted, session, since, until, source, None, include_superseded)
-        self._check_open()
+        self.engine.check_open()
         state = self._searcher()
         with state.lock:
             self._sync(state)
@@ -170,7 +175,7 @@ class Searching(Engine):
         rebuild it from the files); ``warm``: also build what searches keep in
         RAM (the BM25 postings, the vector matrix), for a process that will
         search next (a server), so that its first search does not."""
-        self._check_open()
+        self.engine.check_open()
         state = self._searcher()
         with state.lock:
             if full:
@@ -188,7 +193,7 @@ class Searching(Engine):
     def index_status(self) -> dict[str, Any]:
         """Index size, chunks, vectors, embedder, and files changed since the
         last sync (without syncing)."""
-        self._check_open()
+        self.engine.check_open()
         state = self._searcher()
         with state.lock:
             self._embedder(state)  # so that the status tells whether it loads
@@ -225,34 +230,30 @@ class Searching(Engine):
         return chosen
 
     def close(self) -> None:
-        try:
-            super().close()
-        finally:  # a close refused (a full disk) must not keep the index open
-            self._close_search()
+        """Let go of the index (the engine calls it after its closing checkpoint)."""
+        state, self._search_state = self._search_state, None
+        if state is not None:
+            state.index.close()
 
-    # -- write hooks ---------------------------------------------------------------
+    # -- write events --------------------------------------------------------------
 
-    def _notify(self, *events: WriteEvent) -> None:
+    def _mark_dirty(self, events: tuple[WriteEvent, ...]) -> None:
         state = self._search_state
         if state is not None:
             with state.dirty_lock:
                 state.dirty.update(event.path for event in events if event.path)
-        super()._notify(*events)
 
     # -- internals -----------------------------------------------------------------
 
     def _searcher(self) -> _SearchState:
         if self._search_state is None:
-            index = Index(self.workspace.system / "index.sqlite", read_only=self.read_only)
+            index = Index(
+                self.engine.workspace.system / "index.sqlite", read_only=self.engine.read_only
+            )
             self._search_state = _SearchState(index)
             if index.rebuilt:
-                log.info("memstrata: building the search index of %s", self.workspace.path)
+                log.info("memstrata: building the search index of %s", self.engine.workspace.path)
         return self._search_state
-
-    def _close_search(self) -> None:
-        state, self._search_state = self._search_state, None
-        if state is not None:
-            state.index.close()
 
     def _sync(self, state: _SearchState, progress: Progress | None = None) -> IndexReport:
         try:
@@ -309,9 +310,9 @@ class Searching(Engine):
     def _changed_files(self, state: _SearchState) -> Iterable[tuple[str, Path | None]]:
         """Every searchable file whose size or mtime differ from the index, and
         every indexed file that is gone."""
-        root = self.workspace.path
+        root = self.engine.workspace.path
         seen = set()
-        for path in list_searchable(self.workspace):
+        for path in list_searchable(self.engine.workspace):
             relative = path.relative_to(root).as_posix()
             seen.add(relative)
             known = state.index.files.get(relative)
@@ -326,7 +327,7 @@ class Searching(Engine):
                 yield relative, None
 
     def _dirty_files(self, dirty: set[str]) -> Iterable[tuple[str, Path | None]]:
-        root = self.workspace.path
+        root = self.engine.workspace.path
         for relative in sorted(dirty):
             if relative == "MEMORY.md" or layer_of(relative) is None:
                 continue
@@ -386,17 +387,17 @@ class Searching(Engine):
         first sync and after the store (or its log) or the index was started
         again. The store catches up with the journal under the index's write
         lock: a fact another process changes after that is indexed after this."""
-        self._refresh()
-        with self._state:
+        self.engine.refresh()
+        with self.engine.state:
             if (state.facts_generation, state.facts_seen) == (
-                self.fact_generation,
-                len(self.fact_changes),
+                self.engine.fact_generation,
+                len(self.engine.fact_changes),
             ):
                 return
         with state.index.transaction():
-            self._catch_up(repair=False)
-            with self._state:
-                generation, seen = self.fact_generation, len(self.fact_changes)
+            self.engine.catch_up(repair=False)
+            with self.engine.state:
+                generation, seen = self.engine.fact_generation, len(self.engine.fact_changes)
                 refs, changed = self._changed_facts(state)
             if refs:
                 state.index.replace_refs("MEMORY.md", refs, fact_chunks(changed, {}))
@@ -404,8 +405,8 @@ class Searching(Engine):
 
     def _changed_facts(self, state: _SearchState) -> tuple[builtins.list[str], builtins.list[Item]]:
         """The refs to index again since the last sync, and the live items among them."""
-        items = self._store.items
-        if state.facts_generation != self.fact_generation:
+        items = self.engine.store.items
+        if state.facts_generation != self.engine.fact_generation:
             indexed = {c.ref: c for c in state.index.path_chunks("MEMORY.md") if c.ref}
             changed = [
                 item
@@ -414,13 +415,13 @@ class Searching(Engine):
                 or (chunk.text, chunk.title, chunk.live) != (item.text, item.category, item.is_live)
             ]
             return [item.id for item in changed] + [r for r in indexed if r not in items], changed
-        touched = dict.fromkeys(self.fact_changes[state.facts_seen :])
+        touched = dict.fromkeys(self.engine.fact_changes[state.facts_seen :])
         return list(touched), [items[key] for key in touched if key in items]
 
     def _line_of(self, state: _SearchState, chunk: Chunk) -> tuple[int, int]:
         if chunk.path != "MEMORY.md" or chunk.ref is None:
             return chunk.line_start, chunk.line_end
-        path = self.workspace.memory_md
+        path = self.engine.workspace.memory_md
         try:
             info = path.stat()
         except FileNotFoundError:
@@ -436,18 +437,18 @@ class Searching(Engine):
 
     def _embedder(self, state: _SearchState) -> Embedder | None:
         if state.embedder is None and state.embedder_error is None:
-            if self.settings.embedder == "none":
+            if self.engine.settings.embedder == "none":
                 state.embedder_error = state.embedder_name = "none (BM25 only, by setting)"
                 return None
             try:
                 from ..embed import load_embedder
 
-                state.embedder = load_embedder(self.settings.embedder)
+                state.embedder = load_embedder(self.engine.settings.embedder)
                 state.embedder_name = state.embedder.name
             except (BackendUnavailable, ImportError) as exc:
                 state.embedder_error = str(exc)
                 state.embedder_name = f"unavailable: {exc}"
-                self._notice(f"search runs on BM25 alone: {exc}")  # logged as a warning
+                self.engine.notice(f"search runs on BM25 alone: {exc}")  # logged as a warning
         return state.embedder
 
     def _embed_missing(self, state: _SearchState, progress: Progress | None) -> int:

@@ -39,15 +39,19 @@ from ..stores.compaction import Compaction, compact
 from ..stores.transcripts import SessionInfo, Turn
 from .engine import Engine
 
-__all__ = ["Transcripts"]
+__all__ = ["Sessions"]
 
 
-class Transcripts(Engine):
-    """Transcripts, audit logs, daily notes and session compaction."""
+class Sessions:
+    """Transcripts, audit logs, daily notes and session compaction (a part of
+    ``Memory``, as ``memory.sessions``)."""
 
-    _heads: dict[str, tuple[int, int, int, int]]  # session -> (seq, turns, size, mtime_ns)
-    _verified: migrate.Verified  # transcripts known good: path -> (size, mtime_ns)
-    _verified_dirty = False
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self._heads: dict[str, tuple[int, int, int, int]] = {}  # session -> (seq, turns, ...)
+        self._verified: migrate.Verified = {}  # transcripts known good: path -> (size, mtime_ns)
+        self._verified_dirty = False
+        engine.events.on_close(closing=self._save_verified_at_close)
 
     def record_turn(
         self,
@@ -73,9 +77,9 @@ class Transcripts(Engine):
         for label, value in pieces.items():
             if not isinstance(value, str):
                 raise InvalidInput(f"{label} must be a string, not {type(value).__name__}")
-        self._check_open()
+        self.engine.check_open()
         events: builtins.list[WriteEvent] = []
-        with storage_errors("record the turn"), self._lock:
+        with storage_errors("record the turn"), self.engine.lock:
             last, count = self._head(name)
             seq = last + 1
             turn = history.build_turn(
@@ -89,10 +93,10 @@ class Transcripts(Engine):
                 tool_results=safe_results,
                 meta=_redacted(meta) if meta is not None else None,
             )
-            path = history.transcript_path(self.workspace, name)
-            where = path.relative_to(self.workspace.path).as_posix()
+            path = history.transcript_path(self.engine.workspace, name)
+            where = path.relative_to(self.engine.workspace.path).as_posix()
             good = self._verified.get(where) == _stat_key(path)  # None == None: a new file
-            transcript, _audit = history.append_turn(self.workspace, turn)
+            transcript, _audit = history.append_turn(self.engine.workspace, turn)
             self._remember_head(name, seq, count + 1, transcript)
             if good:  # a known-good file plus a turn written here: still good
                 self._verified[where] = self._heads[name][2:]
@@ -100,8 +104,8 @@ class Transcripts(Engine):
             text = f"{turn.text_of('user')}\n{turn.text_of('assistant')}"
             events.append(WriteEvent("turn", "put", text, Source.USER, where, name, (turn.id,)))
             events += self._after_append(turn, when)
-        self._notify(*events)
-        self._after_turn(turn)
+        self.engine.events.notify(*events)
+        self.engine.events.turn_recorded(turn)
         return turn
 
     def _after_append(self, turn: Turn, when: datetime) -> builtins.list[WriteEvent]:
@@ -111,24 +115,28 @@ class Transcripts(Engine):
         try:
             with storage_errors("write the daily note"):
                 user, assistant = turn.text_of("user"), turn.text_of("assistant")
-                events.append(self._note(user, assistant, turn.session, when))
+                events.append(self.note_exchange(user, assistant, turn.session, when))
         except MemstrataError as exc:
-            self._notice(f"session {turn.session}: turn {turn.seq} is not in the daily note: {exc}")
+            self.engine.notice(
+                f"session {turn.session}: turn {turn.seq} is not in the daily note: {exc}"
+            )
         try:
             with storage_errors("compact the transcript"):
                 self._maybe_compact(turn.session)
         except MemstrataError as exc:
-            self._notice(f"session {turn.session}: the transcript was not compacted: {exc}")
+            self.engine.notice(f"session {turn.session}: the transcript was not compacted: {exc}")
         return events
 
-    def _note(self, user: str, agent: str, session: str | None, when: datetime) -> WriteEvent:
+    def note_exchange(
+        self, user: str, agent: str, session: str | None, when: datetime
+    ) -> WriteEvent:
         """Append an exchange (already redacted) to the daily note (lock held)."""
-        return self._append_note(notes.note_block(user, agent, when), session, when)
+        return self.engine.append_note(notes.note_block(user, agent, when), session, when)
 
     def _head(self, session: str) -> tuple[int, int]:
         """The session's last seq and number of turns (lock held): from RAM
         while the file is as this process left it, else read again."""
-        path = history.transcript_path(self.workspace, session)
+        path = history.transcript_path(self.engine.workspace, session)
         try:
             info = path.stat()
         except FileNotFoundError:
@@ -137,32 +145,32 @@ class Transcripts(Engine):
         cached = self._heads.get(session)
         if cached is not None and cached[2:] == (info.st_size, info.st_mtime_ns):
             return cached[0], cached[1]
-        seq = history.last_seq(self.workspace, session, self._quarantine)
-        return seq, len(history.read_turns(self.workspace, session))
+        seq = history.last_seq(self.engine.workspace, session, self.engine.quarantine)
+        return seq, len(history.read_turns(self.engine.workspace, session))
 
     def _remember_head(self, session: str, seq: int, count: int, path: Path) -> None:
         info = path.stat()
         self._heads[session] = (seq, count, info.st_size, info.st_mtime_ns)
 
     def _maybe_compact(self, session: str) -> None:
-        limits = self.settings
+        limits = self.engine.settings
         _, turns, size, _ = self._heads[session]
         too_long = bool(limits.session_max_turns) and turns > limits.session_max_turns
         too_big = bool(limits.session_max_bytes) and size > limits.session_max_bytes
         if too_long or too_big:
-            done = compact(self.workspace, session, limits.session_keep_turns)
+            done = compact(self.engine.workspace, session, limits.session_keep_turns)
             self._heads.pop(session, None)
             if done.archived:
-                self._notice(
+                self.engine.notice(
                     f"session {session}: {done.archived} older turn(s) moved to {done.archive}"
                 )
 
     # -- reads and maintenance ---------------------------------------------------
 
-    def sessions(self) -> builtins.list[SessionInfo]:
+    def list(self) -> builtins.list[SessionInfo]:
         """Every session with a transcript, the most recently active first."""
-        self._check_open()
-        return history.list_sessions(self.workspace)
+        self.engine.check_open()
+        return history.list_sessions(self.engine.workspace)
 
     def turns(
         self, session: str, *, last: int | None = None, archived: bool = False
@@ -173,58 +181,59 @@ class Transcripts(Engine):
         if last is not None and (isinstance(last, bool) or not isinstance(last, int) or last < 0):
             raise InvalidInput(f"last must be a whole number >= 0, not {last!r}")
         name = _session(session)
-        self._check_open()
-        if not history.transcript_path(self.workspace, name).exists():
+        self.engine.check_open()
+        if not history.transcript_path(self.engine.workspace, name).exists():
             raise NotFound(f"no transcript for session {name!r}")
-        found = history.read_turns(self.workspace, name, archived=archived)
+        found = history.read_turns(self.engine.workspace, name, archived=archived)
         return found[-last:] if last else ([] if last == 0 else found)
 
     def audit(self, session: str) -> builtins.list[dict[str, Any]]:
         """The session's audit events, in order."""
         name = _session(session)
-        self._check_open()
-        return history.read_audit(self.workspace, name)
+        self.engine.check_open()
+        return history.read_audit(self.engine.workspace, name)
 
-    def compact_transcript(self, session: str, *, keep: int | None = None) -> Compaction:
+    def compact(self, session: str, *, keep: int | None = None) -> Compaction:
         """Keep the last ``keep`` turns (default: the ``session_keep_turns``
         setting) of the session's transcript; the older ones move to
         ``sessions/archive/`` and are summarised in its metadata record."""
         name = _session(session)
-        self._check_open()
-        if not history.transcript_path(self.workspace, name).exists():
+        self.engine.check_open()
+        if not history.transcript_path(self.engine.workspace, name).exists():
             raise NotFound(f"no transcript for session {name!r}")
-        keep_last = self.settings.session_keep_turns if keep is None else keep
-        with storage_errors("compact the transcript"), self._lock:
-            done = compact(self.workspace, name, keep_last)
+        keep_last = self.engine.settings.session_keep_turns if keep is None else keep
+        with storage_errors("compact the transcript"), self.engine.lock:
+            done = compact(self.engine.workspace, name, keep_last)
             self._heads.pop(name, None)
         return done
 
-    def compact_transcripts(self, *, keep: int | None = None) -> builtins.list[Compaction]:
+    def compact_all(self, *, keep: int | None = None) -> builtins.list[Compaction]:
         """``compact_transcript`` for every session."""
-        return [self.compact_transcript(info.session, keep=keep) for info in self.sessions()]
+        return [self.compact(info.session, keep=keep) for info in self.list()]
 
-    def _upgrade_history(self) -> None:
+    def upgrade_at_open(self) -> None:
         """Version 1 transcripts and q15 turn files upgraded at open (lock held);
         transcripts known good since the last close are not read again."""
         self._heads = {}
         self._verified = _load_verified(self._verified_path())
         self._verified_dirty = False
-        if self.read_only:  # read as they are: nothing upgraded, set aside or cached
+        if self.engine.read_only:  # read as they are: nothing upgraded, set aside or cached
             return
         before = dict(self._verified)
-        for notice in migrate.upgrade(self.workspace, self._quarantine, self._verified):
-            self._notice(notice)
+        for notice in migrate.upgrade(
+            self.engine.workspace, self.engine.quarantine, self._verified
+        ):
+            self.engine.notice(notice)
         self._verified_dirty = self._verified != before
         self._save_verified()
 
-    def close(self) -> None:
-        if not self._closed and self._verified_dirty and not self.read_only:
+    def _save_verified_at_close(self) -> None:
+        if not self.engine.closed and self._verified_dirty and not self.engine.read_only:
             with contextlib.suppress(OSError):
                 self._save_verified()
-        super().close()
 
     def _verified_path(self) -> Path:
-        return self.workspace.system / "transcripts-verified.json"
+        return self.engine.workspace.system / "transcripts-verified.json"
 
     def _save_verified(self) -> None:
         """Keep the known-good transcripts for the next open (a cache: losing it

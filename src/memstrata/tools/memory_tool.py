@@ -50,7 +50,8 @@ from pathlib import Path
 
 from ..capture.secrets import redact
 from ..errors import Conflict, MemstrataError, NotFound
-from ..memory.documents import Documents, FileEdit, NotText
+from ..memory import Memory
+from ..memory.documents import FileEdit, NotText
 from ..model import valid_text
 from ..storage.access import allowed, resolve
 
@@ -78,7 +79,7 @@ class _ToolError(Exception):
 class MemoryToolHandler:
     """Runs memory-tool commands on the workspace at ``workspace_root`` (see module)."""
 
-    def __init__(self, memory: Documents) -> None:
+    def __init__(self, memory: Memory) -> None:
         self.memory = memory
         self.root = memory.workspace.path
         self._commands: dict[str, Callable[[Mapping[str, object]], str]] = {
@@ -218,7 +219,7 @@ class MemoryToolHandler:
         old_relative = self._writable(_text_arg(command, "old_path"))
         new_relative = self._writable(_text_arg(command, "new_path"))
         try:
-            self.memory.rename_file(old_relative, new_relative)
+            self.memory.documents.rename_file(old_relative, new_relative)
         except NotFound:
             raise _ToolError(_missing(old_relative)) from None
         except Conflict:
@@ -287,7 +288,7 @@ class MemoryToolHandler:
     def _edit(self, relative: str, edit: FileEdit) -> None:
         """Change ``relative`` through the journal (``Documents.edit_file``)."""
         try:
-            self.memory.edit_file(relative, lambda text: edit(_crlf(text)))
+            self.memory.documents.edit_file(relative, lambda text: edit(_crlf(text)))
         except NotText:
             raise _ToolError(_not_utf8(relative)) from None
 
