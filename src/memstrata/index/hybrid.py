@@ -1,5 +1,6 @@
-"""Hybrid search over an ``Index``: BM25 and vector candidates fused, then
-weighted by context, source, speaker, date and (optionally) recency.
+"""Hybrid search over an ``Index`` (``index.protocol``: any backend): BM25
+and vector candidates fused, then weighted by context, source, speaker, date
+and (optionally) recency.
 
 1. Candidates: the best ``candidates`` chunks by BM25 (``Lexical``, in RAM)
    and by cosine similarity to the query's embedding (``Vectors``), each list
@@ -21,7 +22,7 @@ With no embedder it is BM25 alone (step 1 has one list), and the caller says so.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -30,7 +31,7 @@ from ..errors import InvalidInput
 from .chunks import Chunk
 from .dates import dates_in
 from .lexical import Lexical, stemmed
-from .sqlite import Index
+from .protocol import Index
 from .text import query_terms
 
 if TYPE_CHECKING:
@@ -407,7 +408,7 @@ def _nearest(
 
 
 def _diversify(
-    scored: list[tuple[float, int]], chunks: dict[int, Chunk], diversity: float, k: int
+    scored: list[tuple[float, int]], chunks: Mapping[int, Chunk], diversity: float, k: int
 ) -> list[tuple[float, int]]:
     """Greedy re-rank: each pick from a session already picked from is
     discounted by ``(1 - diversity) ** picks`` (chunks without a session are not)."""
@@ -448,7 +449,7 @@ def _answer_type(query: str) -> int | None:
     return None
 
 
-def _says(marks: dict[int, int], cid: int, text: str, kind: int) -> bool:
+def _says(marks: MutableMapping[int, int], cid: int, text: str, kind: int) -> bool:
     """Whether chunk ``cid`` holds what answer type ``kind`` looks for, read
     once per chunk and kind (``Index.marks``: bit ``kind`` = known, bit
     ``kind + 4`` = found)."""

@@ -46,7 +46,7 @@ from .text import index_text, query_terms
 if TYPE_CHECKING:
     import numpy as np
 
-    from .sqlite import Index
+    from .protocol import Index
 
 __all__ = ["Lexical", "document_terms", "query_tokens", "stemmed"]
 

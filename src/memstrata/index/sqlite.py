@@ -25,6 +25,7 @@ and filtering (``Lexical`` and ``Vectors`` follow its change logs).
 * **Errors.** A lock another process holds is waited for ``BUSY_SECONDS``,
   then ``Conflict``; no ``sqlite3`` error leaves this module (``sqlerrors``).
 * Reads of the RAM mirror take no lock; writers hold ``Index.lock``.
+* It is an ``index.protocol.Index`` (and keeps that seam's guarantees).
 """
 
 from __future__ import annotations
@@ -32,28 +33,25 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from ..errors import Conflict, InvalidInput
+from ..errors import InvalidInput
 from ..storage.files import storage_errors
 from .chunks import Chunk
 from .mirror import FileState, Mirror
+from .protocol import IndexStatus, Stale
 from .schema import CHUNK_COLUMNS, MIGRATIONS, NewerSchema, last_change, migrate, row_chunk
 from .sqlerrors import BUSY_SECONDS, IndexCorrupt, mapped, while_busy
 
-__all__ = ["MIGRATIONS", "FileState", "Index", "IndexCorrupt", "Stale"]
+__all__ = ["MIGRATIONS", "FileState", "Index", "IndexCorrupt", "IndexStatus", "Stale"]
 
 # Entries of the change log kept; a reader further behind loads everything again.
 KEEP_CHANGES = 50_000
 _PART = 500  # ids per ``IN (...)``
 _Key = TypeVar("_Key", int, str)
-
-
-class Stale(Conflict):
-    """An append was decided on what another process has changed since: decide again."""
 
 
 @dataclass(slots=True)
@@ -397,7 +395,7 @@ class Index(Mirror):
             ids = self._insert(chunks)
         return ids
 
-    def set_vectors(self, model: str, vectors: dict[int, bytes]) -> None:
+    def set_vectors(self, model: str, vectors: Mapping[int, bytes]) -> None:
         """Store vectors of ``model`` for chunks; ids that are gone, or that another
         process used again since the caller read them, are skipped (they are
         embedded again later: they stay in ``unembedded``)."""
@@ -495,6 +493,16 @@ class Index(Mirror):
                     raise
                 raise InvalidInput(f"not an FTS5 expression: {match!r} ({exc})") from exc
         return [(rowid, -score) for rowid, score in rows]
+
+    def status(self) -> IndexStatus:
+        return IndexStatus(
+            str(self.path),
+            self.size_bytes(),
+            len(self.chunks),
+            len(self.files),
+            len(self.vectors),
+            self.vector_model,
+        )
 
     def size_bytes(self) -> int:
         total = 0

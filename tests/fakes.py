@@ -1,0 +1,257 @@
+"""In-memory backends for the narrow Protocols: ``InMemoryIndex``
+(``index.protocol.Index``) and ``InMemoryFactStore`` (``stores.protocol.FactStore``).
+
+Each is a real working implementation written from the Protocol's guarantees
+alone (plain dicts; no SQLite, no files, no code shared with the embedded
+backends beyond the values), so that the contract tests in ``tests/contracts/``
+pass for a reason the Protocol states, not because two backends share a
+helper. They are single-process: ``refresh`` has nothing to take in and an
+append is never ``Stale``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from datetime import datetime
+
+from memstrata.index.chunks import Chunk
+from memstrata.index.protocol import FileState, IndexStatus
+from memstrata.model import Item, dedupe_key, new_item_id, now, parse_time_or_none
+from memstrata.storage.journal import Record
+from memstrata.stores.longterm import Forgotten
+
+__all__ = ["InMemoryFactStore", "InMemoryIndex"]
+
+
+class InMemoryIndex:
+    """An ``Index`` in plain dicts; a transaction restores a copy on error."""
+
+    def __init__(self) -> None:
+        self.chunks: dict[int, Chunk] = {}
+        self.files: dict[str, FileState] = {}
+        self.vectors: dict[int, bytes] = {}
+        self.vector_model: str | None = None
+        self.unembedded: set[int] = set()
+        self.chunk_log: list[tuple[int, int]] = []
+        self.vector_log: list[tuple[int, int]] = []
+        self.marks: dict[int, int] = {}
+        self.lock = threading.RLock()
+        self.resets = 0
+        self._next_id = 1
+        self._depth = 0
+
+    # -- reads ---------------------------------------------------------------------
+
+    def path_chunks(self, path: str) -> list[Chunk]:
+        return [chunk for _, chunk in sorted(self.chunks.items()) if chunk.path == path]
+
+    def neighbours(self, cid: int, reach: int = 1) -> list[int]:
+        chunk = self.chunks.get(cid)
+        if chunk is None:
+            return []
+        ids = sorted(
+            (key for key, other in self.chunks.items() if other.path == chunk.path),
+            key=lambda key: (self.chunks[key].line_start, key),
+        )
+        here = ids.index(cid)
+        window = range(max(here - reach, 0), min(here + reach + 1, len(ids)))
+        return [ids[n] for n in window if n != here]
+
+    def status(self) -> IndexStatus:
+        size = sum(len(chunk.text) for chunk in self.chunks.values())
+        size += sum(len(vec) for vec in self.vectors.values())
+        return IndexStatus(
+            "memory:",
+            size,
+            len(self.chunks),
+            len(self.files),
+            len(self.vectors),
+            self.vector_model,
+        )
+
+    # -- writes --------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        with self.lock:
+            if self._depth:
+                yield
+                return
+            saved = self._copy()
+            self._depth = 1
+            try:
+                yield
+            except BaseException:
+                self._restore(saved)
+                raise
+            finally:
+                self._depth = 0
+
+    def refresh(self) -> None:
+        """One process holds it: there is nothing another wrote."""
+
+    def close(self) -> None:
+        """Nothing to let go of."""
+
+    def replace(
+        self, path: str, chunks: Sequence[Chunk], state: FileState | None, *, append: bool = False
+    ) -> list[int]:
+        with self.transaction():
+            if not append:
+                for cid in [cid for cid, chunk in self.chunks.items() if chunk.path == path]:
+                    self._remove(cid)
+            ids = [self._add(chunk) for chunk in chunks]
+            if state is None:
+                self.files.pop(path, None)
+            else:
+                self.files[path] = state
+        return ids
+
+    def replace_refs(self, path: str, refs: Iterable[str], chunks: Sequence[Chunk]) -> list[int]:
+        wanted = set(refs)
+        with self.transaction():
+            for cid, chunk in list(self.chunks.items()):
+                if chunk.path == path and chunk.ref in wanted:
+                    self._remove(cid)
+            return [self._add(chunk) for chunk in chunks]
+
+    def set_vectors(self, model: str, vectors: Mapping[int, bytes]) -> None:
+        with self.transaction():
+            if self.vector_model not in (None, model):
+                self.vectors.clear()
+                self.vector_log.append((0, 0))
+                self.unembedded = set(self.chunks)
+            self.vector_model = model
+            for cid, vec in vectors.items():
+                if cid not in self.chunks:
+                    continue
+                if cid in self.vectors:
+                    self.vector_log.append((-1, cid))
+                self.vectors[cid] = vec
+                self.vector_log.append((1, cid))
+                self.unembedded.discard(cid)
+
+    def drop(self) -> None:
+        with self.transaction():
+            self._clear()
+
+    # -- internals -----------------------------------------------------------------
+
+    def _add(self, chunk: Chunk) -> int:
+        cid = self._next_id
+        self._next_id += 1
+        self.chunks[cid] = chunk
+        self.unembedded.add(cid)
+        self.chunk_log.append((1, cid))
+        return cid
+
+    def _remove(self, cid: int) -> None:
+        del self.chunks[cid]
+        self.chunk_log.append((-1, cid))
+        self.unembedded.discard(cid)
+        self.marks.pop(cid, None)
+        if self.vectors.pop(cid, None) is not None:
+            self.vector_log.append((-1, cid))
+
+    def _clear(self) -> None:
+        self.chunks.clear()
+        self.files.clear()
+        self.vectors.clear()
+        self.unembedded.clear()
+        self.marks.clear()
+        self.vector_model = None
+        self.chunk_log.append((0, 0))
+        self.vector_log.append((0, 0))
+        self.resets += 1
+
+    def _copy(self) -> tuple[object, ...]:
+        return (
+            dict(self.chunks),
+            dict(self.files),
+            dict(self.vectors),
+            self.vector_model,
+            set(self.unembedded),
+        )
+
+    def _restore(self, saved: tuple[object, ...]) -> None:
+        """Back to ``saved``; followers start over (the logs say: all cleared)."""
+        chunks, files, vectors, model, unembedded = saved
+        assert isinstance(chunks, dict) and isinstance(files, dict)
+        assert isinstance(vectors, dict) and isinstance(unembedded, set)
+        self.chunks, self.files, self.vectors = chunks, files, vectors
+        self.vector_model = model if isinstance(model, str) else None
+        self.unembedded = unembedded
+        self.marks.clear()
+        self.chunk_log.append((0, 0))
+        self.vector_log.append((0, 0))
+
+
+OP_PUT = "ltm.put"
+OP_DELETE = "ltm.del"
+RESTORABLE = frozenset({"forget", "hand_delete"})
+
+
+class InMemoryFactStore:
+    """A ``FactStore`` in plain dicts (lookups by scanning: no key index)."""
+
+    def __init__(self) -> None:
+        self.items: dict[str, Item] = {}
+        self.forgotten: dict[str, Forgotten] = {}
+        self.lsn = 0
+
+    def apply(self, record: Record) -> None:
+        if record.lsn <= self.lsn:
+            return
+        self.lsn = record.lsn
+        if record.op == OP_PUT:
+            for data in record.data["items"]:
+                item = Item.from_dict(data)
+                self.items[item.id] = item
+                self.forgotten.pop(item.id, None)
+        elif record.op == OP_DELETE:
+            reason = str(record.data.get("reason", ""))
+            at = parse_time_or_none(record.data.get("at")) or now()
+            for item_id in record.data["ids"]:
+                old = self.items.pop(item_id, None)
+                if old is not None and reason in RESTORABLE:
+                    self.forgotten[item_id] = Forgotten(old, at, reason)
+
+    def reset(
+        self,
+        items: dict[str, Item],
+        lsn: int,
+        keys: dict[str, str] | None = None,
+        forgotten: dict[str, Forgotten] | None = None,
+    ) -> None:
+        del keys  # a hint for an index of keys; this store has none
+        self.items = dict(items)
+        self.lsn = lsn
+        self.forgotten = dict(forgotten or {})
+
+    def live_by_key(self, key: str) -> Item | None:
+        for item in self.items.values():
+            if item.is_live and item.key == key:
+                return item
+        return None
+
+    def find_live(self, text: str, user: str | None = None) -> Item | None:
+        return self.live_by_key(dedupe_key(text, user))
+
+    def newest(self, accept: Callable[[Item], bool], limit: int | None) -> list[Item]:
+        found = sorted(
+            (item for item in self.items.values() if accept(item)),
+            key=lambda item: (item.created_at, item.id),
+            reverse=True,
+        )
+        return found if limit is None else found[:limit]
+
+    def expire_forgotten(self, before: datetime) -> None:
+        self.forgotten = {k: v for k, v in self.forgotten.items() if v.at >= before}
+
+    def unused_id(self) -> str:
+        while True:
+            candidate = new_item_id()
+            if candidate not in self.items and candidate not in self.forgotten:
+                return candidate
