@@ -4,13 +4,17 @@ long-term memory does not fit, never a silent cut (issue 6)."""
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from memstrata import InvalidInput, Memory
 from memstrata.cli import cli
+from memstrata.model import Item
 
 USER_MD = (
     "# USER.md\n\nName: Dilnoza Karimova. Backend engineer in Tashkent. Prefers short answers.\n"
@@ -317,3 +321,49 @@ def test_the_fact_gate_is_rebuilt_when_most_of_it_is_dead(ws: Path) -> None:
         gate = memory._fact_gate()  # noqa: SLF001 - the gate's own state
         assert gate is built and gate.top("kiln building", 3) == [keep.id]
         assert len(gate._ids) < 1100  # noqa: SLF001 - dead docs were dropped
+
+
+def _facts(texts: list[str]) -> dict[str, Item]:
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+    items = {}
+    for n, text in enumerate(texts):
+        item = Item(id=f"m{n:08d}", text=text, category="fact", created_at=at, updated_at=at)
+        items[item.id] = item
+    return items
+
+
+def test_the_fact_gate_normalises_words_as_search_does() -> None:
+    """One BM25: "relocation" finds "relocating" in the gate as in search (Porter
+    stems both to "reloc"; the gate's own word endings made "relocat")."""
+    from memstrata.context.gate import FactGate
+
+    gate = FactGate()
+    gate.sync(_facts(["The team is relocating to Riga", "Lunch is at noon"]), 1, [])
+    assert gate.top("any relocation news?", 5) == ["m00000000"]
+    assert gate.top("generalization", 5) == []
+
+
+GATE_WORDS = ["relocating", "relocation", "ports", "port", "used", "uses", "ponies", "pony"]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.lists(st.sampled_from(GATE_WORDS), min_size=1, max_size=4), min_size=1, max_size=6),
+    st.lists(st.sampled_from(GATE_WORDS), min_size=1, max_size=3),
+)
+def test_the_fact_gate_returns_exactly_the_facts_that_share_a_search_term(
+    facts: list[list[str]], prompt: list[str]
+) -> None:
+    from memstrata.context.gate import FactGate
+    from memstrata.index.lexical import document_terms, query_tokens
+
+    items = _facts([" ".join(words) for words in facts])
+    gate = FactGate()
+    gate.sync(items, 1, [])
+    wanted = set(query_tokens(" ".join(prompt)))
+    sharing = {
+        item.id
+        for item in items.values()
+        if wanted & set(document_terms(f"{item.category} {item.text}"))
+    }
+    assert set(gate.top(" ".join(prompt), len(items))) == sharing
