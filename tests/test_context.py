@@ -367,3 +367,38 @@ def test_the_fact_gate_returns_exactly_the_facts_that_share_a_search_term(
         if wanted & set(document_terms(f"{item.category} {item.text}"))
     }
     assert set(gate.top(" ".join(prompt), len(items))) == sharing
+
+
+@pytest.mark.parametrize(
+    ("layer", "policy", "section"),
+    [
+        ("core", "never", "## Core"),
+        ("working", "on_demand", "## Working memory"),
+        ("session_state", "never", "## Session state"),
+        ("long_term", "never", "## Long-term memory"),
+        ("lessons", "on_demand", "## Lessons"),
+    ],
+)
+def test_build_context_follows_the_policy_table(
+    ws: Path, monkeypatch: pytest.MonkeyPatch, layer: str, policy: str, section: str
+) -> None:
+    from types import MappingProxyType
+
+    from memstrata.storage import layers
+
+    with Memory.open(ws, embedder="none") as memory:
+        memory.set_core("user", USER_MD)
+        memory.working_add("priorities", "ship the context builder")
+        memory.observe("Remember that the demo is on Friday", session="s1")
+        memory.remember("I prefer tabs over spaces")
+        memory.record_tool_failure("deploy", {"env": "prod"}, "permission denied")
+        memory.record_turn("s1", user="How is the build?", assistant="Green since noon.")
+        built = memory.build_context("what's next?", session="s1", budget_tokens=2000)
+        assert section in built.text
+        table = dict(layers.POLICY)
+        table[layer] = layers.Policy(policy)
+        monkeypatch.setattr(layers, "POLICY", MappingProxyType(table))
+        changed = memory.build_context("what's next?", session="s1", budget_tokens=2000)
+    assert section not in changed.text
+    others = [s.name for s in built.sections if not section.endswith(s.name)]
+    assert [s.name for s in changed.sections] == others  # only that section went
