@@ -4,13 +4,17 @@ long-term memory does not fit, never a silent cut (issue 6)."""
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from memstrata import InvalidInput, Memory
 from memstrata.cli import cli
+from memstrata.model import Item
 
 USER_MD = (
     "# USER.md\n\nName: Dilnoza Karimova. Backend engineer in Tashkent. Prefers short answers.\n"
@@ -317,3 +321,84 @@ def test_the_fact_gate_is_rebuilt_when_most_of_it_is_dead(ws: Path) -> None:
         gate = memory._prompts._fact_gate()  # noqa: SLF001 - the gate's own state
         assert gate is built and gate.top("kiln building", 3) == [keep.id]
         assert len(gate._ids) < 1100  # noqa: SLF001 - dead docs were dropped
+
+
+def _facts(texts: list[str]) -> dict[str, Item]:
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+    items = {}
+    for n, text in enumerate(texts):
+        item = Item(id=f"m{n:08d}", text=text, category="fact", created_at=at, updated_at=at)
+        items[item.id] = item
+    return items
+
+
+def test_the_fact_gate_normalises_words_as_search_does() -> None:
+    """One BM25: "relocation" finds "relocating" in the gate as in search (Porter
+    stems both to "reloc"; the gate's own word endings made "relocat")."""
+    from memstrata.context.gate import FactGate
+
+    gate = FactGate()
+    gate.sync(_facts(["The team is relocating to Riga", "Lunch is at noon"]), 1, [])
+    assert gate.top("any relocation news?", 5) == ["m00000000"]
+    assert gate.top("generalization", 5) == []
+
+
+GATE_WORDS = ["relocating", "relocation", "ports", "port", "used", "uses", "ponies", "pony"]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.lists(st.sampled_from(GATE_WORDS), min_size=1, max_size=4), min_size=1, max_size=6),
+    st.lists(st.sampled_from(GATE_WORDS), min_size=1, max_size=3),
+)
+def test_the_fact_gate_returns_exactly_the_facts_that_share_a_search_term(
+    facts: list[list[str]], prompt: list[str]
+) -> None:
+    from memstrata.context.gate import FactGate
+    from memstrata.index.lexical import document_terms, query_tokens
+
+    items = _facts([" ".join(words) for words in facts])
+    gate = FactGate()
+    gate.sync(items, 1, [])
+    wanted = set(query_tokens(" ".join(prompt)))
+    sharing = {
+        item.id
+        for item in items.values()
+        if wanted & set(document_terms(f"{item.category} {item.text}"))
+    }
+    assert set(gate.top(" ".join(prompt), len(items))) == sharing
+
+
+@pytest.mark.parametrize(
+    ("layer", "policy", "section"),
+    [
+        ("core", "never", "## Core"),
+        ("working", "on_demand", "## Working memory"),
+        ("session_state", "never", "## Session state"),
+        ("long_term", "never", "## Long-term memory"),
+        ("lessons", "on_demand", "## Lessons"),
+    ],
+)
+def test_build_context_follows_the_policy_table(
+    ws: Path, monkeypatch: pytest.MonkeyPatch, layer: str, policy: str, section: str
+) -> None:
+    from types import MappingProxyType
+
+    from memstrata.storage import layers
+
+    with Memory.open(ws, embedder="none") as memory:
+        memory.core.write("user", USER_MD)
+        memory.working.add("priorities", "ship the context builder")
+        memory.observe("Remember that the demo is on Friday", session="s1")
+        memory.remember("I prefer tabs over spaces")
+        memory.record_tool_failure("deploy", {"env": "prod"}, "permission denied")
+        memory.record_turn("s1", user="How is the build?", assistant="Green since noon.")
+        built = memory.build_context("what's next?", session="s1", budget_tokens=2000)
+        assert section in built.text
+        table = dict(layers.POLICY)
+        table[layer] = layers.Policy(policy)
+        monkeypatch.setattr(layers, "POLICY", MappingProxyType(table))
+        changed = memory.build_context("what's next?", session="s1", budget_tokens=2000)
+    assert section not in changed.text
+    others = [s.name for s in built.sections if not section.endswith(s.name)]
+    assert [s.name for s in changed.sections] == others  # only that section went

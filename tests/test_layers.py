@@ -424,3 +424,36 @@ def test_claude_md_migration_loses_nothing(claude: str, soul_state: str) -> None
             assert result.startswith(custom)
         assert migrate.migrate_claude_md(workspace) == []
         assert (soul.read_text() if soul.exists() else "") == result
+
+
+def test_layer_names_and_files_come_from_one_table() -> None:
+    """storage.layers.LAYERS owns the names and the files: the index's layer_of,
+    the path guard and search's layer names all follow it."""
+    from memstrata.index import chunks
+    from memstrata.memory import search
+    from memstrata.storage import access
+    from memstrata.storage.layers import LAYERS, SEARCHABLE, layer_of
+
+    assert [layer.name for layer in LAYERS] == list(POLICY)
+    assert search.LAYERS == SEARCHABLE == {layer.name for layer in LAYERS} - {"system"}
+    assert chunks.layer_of is layer_of
+    examples = {
+        "core": "core/AGENT.md",
+        "working": "working/WORKING_MEMORY.md",
+        "session_state": "sessions/s1/SESSION-STATE.md",
+        "long_term": "MEMORY.md",
+        "lessons": "memory/LESSONS.jsonl",
+        "daily_notes": "memory/2026-01-02.md",
+        "semantic": "memory/topics.md",
+        "notebook": "notes/zettel/a.md",
+        "transcripts": "sessions/archive/s1.jsonl",
+    }
+    for layer in LAYERS:
+        if layer.files:
+            assert layer_of(examples[layer.name]) == layer.name
+        for glob in layer.named:  # what a caller may name is a file of the layer
+            path = glob.replace("*", "x")
+            assert access.allowed(path) and layer_of(path) is not None
+    # a file named like another layer's is in the layer of its folder
+    assert layer_of("semantic/SESSION-STATE.md") == "semantic"
+    assert layer_of("sessions/s1.audit.jsonl") is None

@@ -176,21 +176,42 @@ def test_english_clitics_split_and_uzbek_letters_stay_whole() -> None:
     ]
 
 
-def test_an_index_written_before_the_clitic_fix_is_retokenized(tmp_path: Path) -> None:
+def test_an_index_written_before_the_clitic_fix_is_migrated_to_the_end(tmp_path: Path) -> None:
+    """An index file from before 0004 (clitics, the change log) runs every later
+    migration: its chunks stay and are found; the FTS5 table is gone (0006)."""
     index = index_with(tmp_path, ["Caroline's dog barks"])
     (cid,) = index.chunks
     index.close()
     db = sqlite3.connect(tmp_path / "index.sqlite")
-    db.execute("DELETE FROM chunks_fts")
-    db.execute("INSERT INTO chunks_fts (rowid, body) VALUES (?, ?)", (cid, "Carolineʻs dog barks"))
     db.execute("DELETE FROM migrations WHERE name >= '0004'")  # and the change log after it
     for trigger in ("chunk_added", "chunk_removed", "vector_added", "vector_removed"):
         db.execute(f"DROP TRIGGER {trigger}")
     for trigger in ("file_added", "file_changed", "file_removed"):
         db.execute(f"DROP TRIGGER {trigger}")
     db.execute("DROP TABLE changes")
+    db.execute(
+        "CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5 "
+        "(body, tokenize = 'porter unicode61 remove_diacritics 2')"
+    )
     db.commit()
     db.close()
     reopened = Index(tmp_path / "index.sqlite")
-    assert [found for found, _ in reopened.bm25('"caroline"', 5)] == [cid]
+    assert [found for found, _ in ranked(Lexical(), reopened, "caroline", 5)] == [cid]
     reopened.close()
+    db = sqlite3.connect(tmp_path / "index.sqlite")
+    tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
+    done = [row[0] for row in db.execute("SELECT name FROM migrations ORDER BY name")]
+    db.close()
+    assert "chunks_fts" not in tables and "changes" in tables
+    assert done[-1] == "0006_drop_fts5"
+
+
+def test_the_index_file_has_no_fts5_table(tmp_path: Path) -> None:
+    """Search's BM25 is in RAM (``Lexical``): an index file keeps no FTS5 copy
+    of the text (it was written on every insert and read by nothing)."""
+    index = index_with(tmp_path, ["the kiln is in building 7"])
+    index.close()
+    db = sqlite3.connect(tmp_path / "index.sqlite")
+    tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
+    db.close()
+    assert not {name for name in tables if name.startswith("chunks_fts")}

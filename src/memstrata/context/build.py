@@ -15,6 +15,14 @@ the recent conversation. The budget is shared out in that order:
   then the newest others while room is left, and a visible line saying how
   many were left out — never a silent cut.
 
+Which sections there are follows the layer table (``storage.layers.POLICY``,
+read at each call): a layer ``ALWAYS`` or ``GATED`` is injected as above,
+one ``ON_DEMAND`` or ``NEVER`` is left out (a tool fetches it), so a layer's
+policy is changed in that one place. ``long_term`` is whole when it fits and
+gated otherwise under either injected policy (a budget is never passed
+silently). The recent conversation is the session's replay, not a layer of
+the table (``transcripts`` stay ``NEVER``: never injected as a layer).
+
 A section that is empty is left out. Every count is in tokens of the given
 counter; the total never passes the budget by more than the section headers
 (a few tokens each).
@@ -28,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model import Item, category_title
+from ..storage import layers
 from .tokens import TokenCounter
 
 __all__ = [
@@ -126,6 +135,11 @@ def _section(name: str, sources: Sequence[str], body: str, counter: TokenCounter
     return Section(name, text, counter.count(text), tuple(sources))
 
 
+def _injected(layer: str) -> bool:
+    """True when the table injects ``layer`` into the prompt (``ALWAYS``, ``GATED``)."""
+    return layers.POLICY[layer] in (layers.Policy.ALWAYS, layers.Policy.GATED)
+
+
 def assemble(
     budget: int,
     counter: TokenCounter,
@@ -148,6 +162,11 @@ def assemble(
     sections: list[Section] = []
     left = budget
 
+    core = core if _injected("core") else ()
+    working = working if _injected("working") else None
+    state = state if _injected("session_state") else None
+    lessons = lessons if _injected("lessons") else ()
+    facts = facts if _injected("long_term") else 0
     core_body = "\n\n".join(strip_comments(text) for _, text in core if strip_comments(text))
     if core_body:
         section = _section("Core", [path for path, _ in core], core_body, counter)

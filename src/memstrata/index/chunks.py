@@ -1,6 +1,7 @@
 """Files cut into chunks a search can return and cite (path and line range).
 
-Which files are searchable, and in which layer (``layers.POLICY`` names):
+Which files are searchable, and in which layer (``storage.layers.LAYERS``
+owns the table; ``layer_of`` is its, re-exported here):
 
 ===================================  ============  ===============================
 file                                 layer         one chunk is
@@ -31,6 +32,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ..model import Item, parse_time_or_none
+from ..storage.layers import LAYERS, layer_of
 from ..storage.workspace import Workspace
 
 __all__ = [
@@ -80,52 +82,12 @@ class Chunk:
         )
 
 
-def layer_of(path: str) -> str | None:
-    """The layer of a workspace-relative path, None if it is not searchable."""
-    parts = path.split("/")
-    name = parts[-1]
-    if path == "MEMORY.md":
-        return "long_term"
-    if name == "SESSION-STATE.md":
-        return "session_state"
-    if parts[0] == "memory":
-        if _DAILY.fullmatch(path):
-            return "daily_notes"
-        if path == "memory/LESSONS.jsonl":
-            return "lessons"
-        # Other markdown there is topic memory an agent or a person keeps by name.
-        return "semantic" if len(parts) == 2 and name.endswith(".md") else None
-    if parts[0] == "sessions" and name.endswith(".jsonl") and not name.endswith(".audit.jsonl"):
-        return "transcripts" if len(parts) == 2 or parts[1] == "archive" else None
-    if not name.endswith(".md"):
-        return None
-    return {
-        "summaries": "daily_notes",
-        "semantic": "semantic",
-        "notes": "notebook",
-        "core": "core",
-        "working": "working",
-    }.get(parts[0])
-
-
 def searchable_files(workspace: Workspace) -> list[Path]:
     """Every searchable file of the workspace except MEMORY.md (its facts come
     from the store), in path order."""
     root = workspace.path
     found: set[Path] = set()
-    patterns = [
-        "memory/*.md",
-        "memory/LESSONS.jsonl",
-        "summaries/*.md",
-        "semantic/*.md",
-        "notes/*/*.md",
-        "core/*.md",
-        "working/*.md",
-        "SESSION-STATE.md",
-        "sessions/*/SESSION-STATE.md",
-        "sessions/*.jsonl",
-        "sessions/archive/*.jsonl",
-    ]
+    patterns = [glob for layer in LAYERS if layer.name != "long_term" for glob in layer.files]
     for pattern in patterns:
         for path in root.glob(pattern):
             relative = path.relative_to(root).as_posix()

@@ -1,4 +1,7 @@
-"""BM25 in RAM: the lexical half of hybrid search, scored with numpy.
+"""BM25 in RAM: the lexical half of hybrid search, scored with numpy, and the
+one BM25 of the package: ``BM25`` is also the prompt's fact gate
+(``context.gate``), with the same terms, so a question matches the same way
+in ``search`` and in ``build_context``.
 
 Why not FTS5's ``bm25()``: it scores every row that matches any query word,
 one row at a time, so an OR of common words over 100k chunks costs ~14 ms on
@@ -20,6 +23,8 @@ ones Unicode 6.1 did not know as tokens.
 
 Invariants:
 
+* ``BM25`` holds postings and scores them; ``Lexical`` makes it follow an
+  index, ``context.gate.FactGate`` the long-term store.
 * **Derived and following.** The postings are built from ``Index.chunks`` and
   kept current from ``Index.chunk_log`` (added / removed / all cleared): a
   search first takes in what changed since the last one; nothing is stored.
@@ -48,7 +53,7 @@ if TYPE_CHECKING:
 
     from .protocol import Index
 
-__all__ = ["Lexical", "document_terms", "query_tokens", "stemmed"]
+__all__ = ["BM25", "Lexical", "document_terms", "query_tokens", "stemmed"]
 
 # Runs of letters and digits: combining marks (Indic vowel signs, Hebrew
 # points) separate tokens here as they do in unicode61.
@@ -105,29 +110,208 @@ def stemmed(words: list[str]) -> list[str]:
     return list(dict.fromkeys(_term(word) for word in words))
 
 
+class BM25:
+    """BM25 postings in RAM over documents with int keys (see the module), and
+    their scoring: whole postings, or each term's ``cap`` best documents.
+
+    With ``cap`` set, a term scores at most ``cap`` documents, those where it
+    weighs most (impact-ordered postings): a query's cost does not grow with the
+    number of documents. The choice of a term's best documents is kept until a
+    document holding the term is added or removed (the average length it was
+    made with may have drifted a little since); their weights are computed
+    again at each query. Not locked: its owner serialises calls.
+    """
+
+    def __init__(self, cap: int | None = None) -> None:
+        self.cap = cap
+        self.clear()
+
+    def clear(self) -> None:
+        self._vocab: dict[str, int] = {}
+        self._rows: list[array[int]] = []  # term -> rows (int32)
+        self._freqs: list[array[float]] = []  # term -> frequency in that row (float32)
+        self._lengths = array("f")  # row -> terms in the document
+        self._live = array("f")  # row -> 1.0 live, 0.0 removed
+        self._ids = array("q")  # row -> key
+        self._row_of: dict[int, int] = {}
+        self._total = 0.0  # terms in live rows
+        self._scores: np.ndarray | None = None  # reused: no fresh pages per search
+        self._dead = 0
+        # capped scoring only: row -> its distinct term ids, term id -> its best rows
+        self._terms_of: list[array[int]] = []
+        self._best_rows: dict[int, np.ndarray] = {}
+
+    @property
+    def live(self) -> int:
+        """Documents added and not removed."""
+        return len(self._row_of)
+
+    @property
+    def dead(self) -> int:
+        """Documents removed since the last ``clear``."""
+        return self._dead
+
+    def __contains__(self, key: int) -> bool:
+        return key in self._row_of
+
+    def add(self, key: int, terms: list[str]) -> None:
+        """Add the document ``key`` with its ``terms`` (``document_terms``)."""
+        row = len(self._ids)
+        counts: dict[str, int] = {}
+        for term in terms:
+            counts[term] = counts.get(term, 0) + 1
+        tids = array("i")
+        for term, count in counts.items():
+            tid = self._vocab.get(term)
+            if tid is None:
+                tid = self._vocab[term] = len(self._rows)
+                self._rows.append(array("i"))
+                self._freqs.append(array("f"))
+            self._rows[tid].append(row)
+            self._freqs[tid].append(float(count))
+            tids.append(tid)
+        if self.cap is not None:
+            self._terms_of.append(tids)
+            for tid in tids:
+                self._best_rows.pop(tid, None)
+        self._ids.append(key)
+        self._lengths.append(float(len(terms)))
+        self._live.append(1.0)
+        self._row_of[key] = row
+        self._total += len(terms)
+
+    def remove(self, key: int) -> None:
+        """Remove the document ``key`` (its row stays, dead, until ``clear``)."""
+        row = self._row_of.pop(key, None)
+        if row is None:
+            return
+        self._live[row] = 0.0
+        self._total -= self._lengths[row]
+        self._dead += 1
+        if self.cap is not None:
+            for tid in self._terms_of[row]:
+                self._best_rows.pop(tid, None)  # its best rows may hold this one
+
+    def top(self, terms: list[str], limit: int, *, k1: float, b: float) -> list[tuple[int, float]]:
+        """The ``limit`` best keys for the indexed ``terms`` (``stemmed``,
+        ``query_tokens``) with their BM25 scores (saturation ``k1``, length
+        normalisation ``b``), best first; ties: the smaller key first."""
+        if not terms or not self._row_of or limit <= 0:
+            return []
+        if self.cap is not None:
+            return self._top_capped(terms, limit, k1, b, self.cap)
+        return self._top(terms, limit, k1, b)
+
+    def _idf(self, df: int) -> float:
+        return math.log(1.0 + (self.live - df + 0.5) / (df + 0.5))
+
+    def _top(self, terms: list[str], limit: int, k1: float, b: float) -> list[tuple[int, float]]:
+        import numpy as np
+
+        count = len(self._ids)
+        average = max(self._total / self.live, 1.0)
+        lengths = np.frombuffer(self._lengths, dtype=np.float32)
+        if self._scores is None or len(self._scores) < count:
+            self._scores = np.zeros(max(count * 2, 1024), dtype=np.float32)
+        scores = self._scores[:count]
+        scores.fill(0.0)
+        touched = 0
+        for term in terms:
+            tid = self._vocab.get(term)
+            if tid is None:
+                continue
+            rows = np.frombuffer(self._rows[tid], dtype=np.int32)
+            freqs = np.frombuffer(self._freqs[tid], dtype=np.float32)
+            df = len(rows)
+            norm = k1 * (1.0 - b + b * lengths[rows] / average)
+            scores[rows] += np.float32(self._idf(df) * (k1 + 1.0)) * freqs / (freqs + norm)
+            touched += df
+        if not touched:
+            return []
+        scores *= np.frombuffer(self._live, dtype=np.float32)
+        return self._best(scores, min(limit, touched))
+
+    def _best(self, scores: np.ndarray, limit: int) -> list[tuple[int, float]]:
+        import numpy as np
+
+        if limit < len(scores):
+            best = np.argpartition(-scores, limit - 1)[:limit]
+        else:
+            best = np.arange(len(scores))
+        ids = np.frombuffer(self._ids, dtype=np.int64)
+        best = best[np.lexsort((ids[best], -scores[best]))]  # ties: the older key first
+        return [(int(ids[row]), float(scores[row])) for row in best if scores[row] > 0]
+
+    def _capped_rows(self, tid: int, cap: int, k1: float, b: float, average: float) -> np.ndarray:
+        """A term's live rows, cut to the ``cap`` where it weighs most."""
+        import numpy as np
+
+        best = self._best_rows.get(tid)
+        if best is None:
+            rows = np.frombuffer(self._rows[tid], dtype=np.int32)
+            rows = rows[np.frombuffer(self._live, dtype=np.float32)[rows] > 0]
+            if len(rows) > cap:
+                freqs = np.frombuffer(self._freqs[tid], dtype=np.float32)
+                freqs = freqs[np.isin(np.frombuffer(self._rows[tid], dtype=np.int32), rows)]
+                weight = self._weights(rows, freqs, k1, b, average)
+                rows = rows[np.argpartition(-weight, cap)[:cap]]
+            best = self._best_rows[tid] = rows
+        return best
+
+    def _weights(
+        self, rows: np.ndarray, freqs: np.ndarray, k1: float, b: float, average: float
+    ) -> np.ndarray:
+        import numpy as np
+
+        lengths = np.frombuffer(self._lengths, dtype=np.float32)[rows]
+        norm = k1 * (1.0 - b + b * lengths / average)
+        result: np.ndarray = freqs * np.float32(k1 + 1.0) / (freqs + norm)
+        return result
+
+    def _top_capped(
+        self, terms: list[str], limit: int, k1: float, b: float, cap: int
+    ) -> list[tuple[int, float]]:
+        import numpy as np
+
+        average = max(self._total / self.live, 1.0)
+        rows_of, weights_of = [], []
+        for term in terms:
+            tid = self._vocab.get(term)
+            if tid is None:
+                continue
+            all_rows = np.frombuffer(self._rows[tid], dtype=np.int32)
+            rows = self._capped_rows(tid, cap, k1, b, average)
+            if not len(rows):
+                continue
+            at = np.searchsorted(all_rows, rows)  # a term's rows are in ascending order
+            freqs = np.frombuffer(self._freqs[tid], dtype=np.float32)[at]
+            idf = self._idf(len(all_rows))
+            rows_of.append(rows)
+            weights_of.append(self._weights(rows, freqs, k1, b, average) * np.float32(idf))
+        if not rows_of:
+            return []
+        found, where = np.unique(np.concatenate(rows_of), return_inverse=True)
+        scores = np.bincount(where, weights=np.concatenate(weights_of)).astype(np.float32)
+        ids = np.frombuffer(self._ids, dtype=np.int64)[found]
+        order = np.lexsort((ids, -scores))[:limit]
+        return [(int(ids[i]), float(scores[i])) for i in order if scores[i] > 0]
+
+
 class Lexical:
     """BM25 over an ``Index``'s chunks (see the module)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._clear()
-
-    def _clear(self) -> None:
-        self._vocab: dict[str, int] = {}
-        self._rows: list[array[int]] = []  # term -> chunk rows (int32)
-        self._freqs: list[array[float]] = []  # term -> frequency in that row (float32)
-        self._lengths = array("f")  # row -> terms in the chunk
-        self._live = array("f")  # row -> 1.0 live, 0.0 removed
-        self._ids = array("q")  # row -> chunk id
-        self._row_of: dict[int, int] = {}
-        self._total = 0.0  # terms in live rows
-        self._scores: np.ndarray | None = None  # reused: no fresh pages per search
-        self._dead = 0
+        self._bm25 = BM25()
         self._seen = 0  # place in index.chunk_log
 
     @property
     def live(self) -> int:
-        return len(self._row_of)
+        return self._bm25.live
+
+    @property
+    def _ids(self) -> array[int]:
+        return self._bm25._ids  # noqa: SLF001 - the rows, dead ones included (tests)
 
     def top(
         self, index: Index, terms: list[str], limit: int, *, k1: float, b: float
@@ -138,9 +322,7 @@ class Lexical:
         with self._lock:
             with index.lock:  # writers hold it: the mirror holds still while we read it
                 self._catch_up(index)
-            if not terms or not self._row_of:
-                return []
-            return self._top(terms, limit, k1, b)
+            return self._bm25.top(terms, limit, k1=k1, b=b)
 
     def warm(self, index: Index) -> None:
         """Take in every change of ``index`` now (the first search need not)."""
@@ -155,90 +337,20 @@ class Lexical:
         if any(op == 0 for op, _ in changes):
             self._rebuild(index)
             return
+        bm25 = self._bm25
         for op, cid in changes:
             if op > 0:
                 chunk = index.chunks.get(cid)
-                if chunk is not None and cid not in self._row_of:
-                    self._add(cid, chunk.body)
+                if chunk is not None and cid not in bm25:
+                    bm25.add(cid, document_terms(chunk.body))
             else:
-                self._remove(cid)
+                bm25.remove(cid)
         self._seen += len(changes)
-        if self._dead > self.live + 1000:
+        if bm25.dead > bm25.live + 1000:
             self._rebuild(index)
 
     def _rebuild(self, index: Index) -> None:
-        self._clear()
+        self._bm25.clear()
         self._seen = len(index.chunk_log)
         for cid, chunk in list(index.chunks.items()):
-            self._add(cid, chunk.body)
-
-    def _add(self, cid: int, body: str) -> None:
-        row = len(self._ids)
-        counts: dict[str, int] = {}
-        terms = document_terms(body)
-        for term in terms:
-            counts[term] = counts.get(term, 0) + 1
-        for term, count in counts.items():
-            tid = self._vocab.get(term)
-            if tid is None:
-                tid = self._vocab[term] = len(self._rows)
-                self._rows.append(array("i"))
-                self._freqs.append(array("f"))
-            self._rows[tid].append(row)
-            self._freqs[tid].append(float(count))
-        self._ids.append(cid)
-        self._lengths.append(float(len(terms)))
-        self._live.append(1.0)
-        self._row_of[cid] = row
-        self._total += len(terms)
-
-    def _remove(self, cid: int) -> None:
-        row = self._row_of.pop(cid, None)
-        if row is None:
-            return
-        self._live[row] = 0.0
-        self._total -= self._lengths[row]
-        self._dead += 1
-
-    # -- scoring --------------------------------------------------------------------
-
-    def _top(self, terms: list[str], limit: int, k1: float, b: float) -> list[tuple[int, float]]:
-        import numpy as np
-
-        count = len(self._ids)
-        live_rows = self.live
-        average = max(self._total / live_rows, 1.0)
-        lengths = np.frombuffer(self._lengths, dtype=np.float32)
-        if self._scores is None or len(self._scores) < count:
-            self._scores = np.zeros(max(count * 2, 1024), dtype=np.float32)
-        scores = self._scores[:count]
-        scores.fill(0.0)
-        touched = 0
-        for term in terms:
-            tid = self._vocab.get(term)
-            if tid is None:
-                continue
-            rows = np.frombuffer(self._rows[tid], dtype=np.int32)
-            freqs = np.frombuffer(self._freqs[tid], dtype=np.float32)
-            df = len(rows)
-            idf = math.log(1.0 + (live_rows - df + 0.5) / (df + 0.5))
-            norm = k1 * (1.0 - b + b * lengths[rows] / average)
-            scores[rows] += np.float32(idf * (k1 + 1.0)) * freqs / (freqs + norm)
-            touched += df
-        if not touched:
-            return []
-        scores *= np.frombuffer(self._live, dtype=np.float32)
-        return self._best(scores, min(limit, touched))
-
-    def _best(self, scores: np.ndarray, limit: int) -> list[tuple[int, float]]:
-        import numpy as np
-
-        if limit <= 0:
-            return []
-        if limit < len(scores):
-            best = np.argpartition(-scores, limit - 1)[:limit]
-        else:
-            best = np.arange(len(scores))
-        ids = np.frombuffer(self._ids, dtype=np.int64)
-        best = best[np.lexsort((ids[best], -scores[best]))]  # ties: the older chunk first
-        return [(int(ids[row]), float(scores[row])) for row in best if scores[row] > 0]
+            self._bm25.add(cid, document_terms(chunk.body))

@@ -1,4 +1,4 @@
-"""The index file: SQLite with the chunks, FTS5 over their text, vectors as
+"""The index file: SQLite with the chunks (BM25 over them is in RAM), vectors as
 float32 blobs, and a RAM mirror of every chunk and vector for scoring, fusion
 and filtering (``Lexical`` and ``Vectors`` follow its change logs).
 
@@ -38,7 +38,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from ..errors import InvalidInput
 from ..storage.files import storage_errors
 from .chunks import Chunk
 from .mirror import FileState, Mirror
@@ -421,7 +420,7 @@ class Index(Mirror):
     def drop(self) -> None:
         """Empty the index (files, chunks, vectors): the next sync rebuilds it."""
         with self._transaction("empty the search index"):
-            for table in ("vectors", "chunks_fts", "chunks", "files", "changes"):
+            for table in ("vectors", "chunks", "files", "changes"):
                 self._db.execute(f"DELETE FROM {table}")  # noqa: S608 - fixed names
             # the log starts after a gap: every other process loads everything again
             self._db.execute("INSERT INTO changes (chunk_id, path) VALUES (NULL, NULL)")
@@ -431,15 +430,12 @@ class Index(Mirror):
         db = self._db
         for part in _parts(ids):
             marks = ",".join("?" * len(part))
-            db.execute(f"DELETE FROM chunks_fts WHERE rowid IN ({marks})", part)  # noqa: S608
             db.execute(f"DELETE FROM vectors WHERE chunk_id IN ({marks})", part)  # noqa: S608
             db.execute(f"DELETE FROM chunks WHERE id IN ({marks})", part)  # noqa: S608
         for cid in ids:
             self._unmapped(cid)
 
     def _insert(self, chunks: Sequence[Chunk]) -> list[int]:
-        from .text import index_text
-
         db = self._db
         ids = []
         for chunk in chunks:
@@ -465,34 +461,9 @@ class Index(Mirror):
             self._mapped(cid, chunk)
             self.unembedded.add(cid)
             ids.append(cid)
-        # after the chunks: a statement that fires a trigger (the change log) opens
-        # a savepoint, at which FTS5 writes out what it holds (one segment per row)
-        db.executemany(
-            "INSERT INTO chunks_fts (rowid, body) VALUES (?, ?)",
-            ((cid, index_text(chunk.body)) for cid, chunk in zip(ids, chunks, strict=True)),
-        )
         return ids
 
     # -- reads ---------------------------------------------------------------------
-
-    def bm25(self, match: str, limit: int) -> list[tuple[int, float]]:
-        """Chunk ids matching the FTS5 expression, best first, with a positive
-        score (FTS5's bm25 is negative: lower is better)."""
-        if not match:
-            return []
-        with self.lock, self._errors("search the index"):
-            self._check_file()
-            try:
-                rows = self._db.execute(
-                    "SELECT rowid, bm25(chunks_fts) FROM chunks_fts WHERE chunks_fts MATCH ? "
-                    "ORDER BY bm25(chunks_fts) LIMIT ?",
-                    (match, limit),
-                ).fetchall()
-            except sqlite3.OperationalError as exc:
-                if not str(exc).startswith("fts5:"):
-                    raise
-                raise InvalidInput(f"not an FTS5 expression: {match!r} ({exc})") from exc
-        return [(rowid, -score) for rowid, score in rows]
 
     def status(self) -> IndexStatus:
         return IndexStatus(

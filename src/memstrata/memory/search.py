@@ -51,6 +51,7 @@ from ..index.hybrid import Filters, Hit, Vectors, Weights, hybrid
 from ..index.lexical import Lexical
 from ..index.sqlite import FileState, Index, IndexCorrupt, Stale
 from ..model import Item, WriteEvent, now, valid_text
+from ..storage.layers import SEARCHABLE
 from .engine import Engine
 
 if TYPE_CHECKING:
@@ -68,10 +69,7 @@ MAX_QUERY_CHARS = 4000
 EMBED_BATCH = 256
 _STALE_TRIES = 5  # an append decided again at most this often, then Conflict
 _APPEND_ONLY = ("transcripts", "daily_notes")
-LAYERS = frozenset(
-    {"long_term", "daily_notes", "semantic", "notebook", "core", "working", "session_state",
-     "transcripts", "lessons"}
-)  # fmt: skip
+LAYERS = SEARCHABLE  # storage.layers.LAYERS: the layers with files
 
 # What a search looks in unless asked for more: not the files that are in every
 # prompt anyway (core, working memory, session state).

@@ -11,7 +11,8 @@ naming the caller, the target and the rule; a malformed group name is
 ``InvalidInput`` (the names of ``workspace.GROUP_NAME``).
 
 The path guard, ``resolve(workspace_root, requested, write=...)``: a path a
-caller names is accepted only when it is one of the allowed files
+caller names is accepted only when it is one of the allowed files (the
+``named`` globs of ``layers.LAYERS``, the one table of layers and files):
 
 * ``MEMORY.md``
 * ``memory/<name>.md``          daily notes and other memory markdown
@@ -50,6 +51,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import AccessDenied, InvalidInput
+from .layers import LAYERS
 from .workspace import GROUP_NAME, Workspace
 
 __all__ = [
@@ -63,24 +65,27 @@ __all__ = [
 
 GLOBAL = "global"
 MAX_NAME_CHARS = 120
-_FIXED = frozenset(
-    {
-        ("MEMORY.md",),
-        ("core", "AGENT.md"),
-        ("core", "USER.md"),
-        ("core", "SOUL.md"),
-        ("working", "WORKING_MEMORY.md"),
-    }
-)
-_NAMED_FOLDERS = frozenset(
-    {
-        ("memory",),
-        ("semantic",),
-        ("summaries",),
-        ("notes", "inbox"),
-        ("notes", "zettel"),
-        ("notes", "maps"),
-    }
+
+
+def _named() -> tuple[frozenset[tuple[str, ...]], frozenset[tuple[str, ...]]]:
+    """The allowed files from ``layers.LAYERS``: exact paths, and folders whose
+    ``<name>.md`` files are allowed (a ``named`` glob ``<folder>/*.md``)."""
+    fixed, folders = set(), set()
+    for layer in LAYERS:
+        for glob in layer.named:
+            parts = tuple(glob.split("/"))
+            if parts[-1] == "*.md" and not any(c in "*?[" for c in glob[:-4]):
+                folders.add(parts[:-1])
+            elif not any(c in "*?[" for c in glob):
+                fixed.add(parts)
+            else:  # pragma: no cover - the table is fixed; a new shape needs a rule here
+                raise ValueError(f"layer {layer.name}: named glob {glob!r} is not a path or */*.md")
+    return frozenset(fixed), frozenset(folders)
+
+
+_FIXED, _NAMED_FOLDERS = _named()
+_ALLOWED_TEXT = ", ".join(
+    dict.fromkeys(glob.replace("*", "<name>") for layer in LAYERS for glob in layer.named)
 )
 _URL_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
 _NAME_EXTRA = frozenset("._- ")
@@ -215,11 +220,7 @@ def _shape_problem(requested: str) -> str | None:
     if any(part.startswith(".") for part in parts):
         return "hidden files and folders (a leading '.') are not allowed"
     if not allowed(requested):
-        return (
-            "not an allowed memory file (MEMORY.md, memory/<name>.md, core/{AGENT,USER,SOUL}.md, "
-            "working/WORKING_MEMORY.md, semantic/<name>.md, notes/{inbox,zettel,maps}/<name>.md, "
-            "summaries/<name>.md)"
-        )
+        return f"not an allowed memory file ({_ALLOWED_TEXT})"
     return None
 
 

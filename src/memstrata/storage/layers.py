@@ -1,4 +1,12 @@
-"""The layers of a workspace, and the one table that says which reach the prompt.
+"""The layers of a workspace: the one table of their names, their files and
+how each reaches the prompt (``LAYERS``; ``POLICY`` is its name -> policy view).
+
+Everything that names a layer or its files derives from ``LAYERS``: the
+index's ``layer_of`` and searchable files (``index.chunks``), the path guard's
+allowed files (``storage.access``), search's layer names (``memory.search``)
+and the sections ``build_context`` injects (``context.build``). A file's layer
+is the first in the table with a glob that matches it (``*`` and ``[0-9]``
+within one path segment) and no ``exclude`` glob that does.
 
 Each layer has its own module, each function taking a ``Workspace`` and explicit
 arguments (no configuration is read here):
@@ -24,10 +32,12 @@ Invariants shared by every writer here:
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from enum import StrEnum
+from fnmatch import fnmatchcase
 from types import MappingProxyType
 
-__all__ = ["POLICY", "Policy"]
+__all__ = ["LAYERS", "POLICY", "SEARCHABLE", "Layer", "Policy", "layer_of"]
 
 
 class Policy(StrEnum):
@@ -39,27 +49,89 @@ class Policy(StrEnum):
     NEVER = "never"  # never injected
 
 
-POLICY: Mapping[str, Policy] = MappingProxyType(
-    {
-        # core/AGENT.md, USER.md, SOUL.md: who the agent is and who the user is, every turn.
-        "core": Policy.ALWAYS,
-        # working/WORKING_MEMORY.md: bounded active state (priorities, tasks, threads, progress).
-        "working": Policy.ALWAYS,
-        # SESSION-STATE.md of the live session: what was captured from it so far.
-        "session_state": Policy.ALWAYS,
-        # MEMORY.md: whole when it fits the budget, else the relevant items (top-K by score).
-        "long_term": Policy.GATED,
-        # memory/LESSONS.jsonl: always, but only the top k lessons.
-        "lessons": Policy.ALWAYS,
-        # semantic/facts.md, preferences.md, projects.md: fetched by a tool when relevant.
-        "semantic": Policy.ON_DEMAND,
-        # notes/inbox, zettel, maps: searched and read by a tool, never pushed.
-        "notebook": Policy.ON_DEMAND,
-        # memory/YYYY-MM-DD.md daily notes and summaries/<session>.md: found by search.
-        "daily_notes": Policy.ON_DEMAND,
-        # sessions/<session>.jsonl (q15's history): searched and replayed, never injected.
-        "transcripts": Policy.NEVER,
-        # .memstrata/: journal, index, locks, quarantine, audit; system-owned.
-        "system": Policy.NEVER,
-    }
+@dataclass(frozen=True, slots=True)
+class Layer:
+    """One layer: its name, how it reaches the prompt, and its files as
+    workspace-relative globs: ``files`` (what belongs to it and is searchable),
+    ``named`` (those a caller may name through the path guard: an exact path,
+    or ``<folder>/*.md`` for any good ``<name>.md``) and ``exclude``."""
+
+    name: str
+    policy: Policy
+    files: tuple[str, ...] = ()
+    named: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+
+
+_DAY = "[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]"
+
+LAYERS: tuple[Layer, ...] = (
+    # core/AGENT.md, USER.md, SOUL.md: who the agent is and who the user is, every turn.
+    Layer(
+        "core",
+        Policy.ALWAYS,
+        ("core/*.md",),
+        ("core/AGENT.md", "core/USER.md", "core/SOUL.md"),
+    ),
+    # working/WORKING_MEMORY.md: bounded active state (priorities, tasks, threads, progress).
+    Layer("working", Policy.ALWAYS, ("working/*.md",), ("working/WORKING_MEMORY.md",)),
+    # SESSION-STATE.md of the live session: what was captured from it so far.
+    Layer("session_state", Policy.ALWAYS, ("SESSION-STATE.md", "sessions/*/SESSION-STATE.md")),
+    # MEMORY.md: whole when it fits the budget, else the relevant items (top-K by score).
+    Layer("long_term", Policy.GATED, ("MEMORY.md",), ("MEMORY.md",)),
+    # memory/LESSONS.jsonl: always, but only the top k lessons.
+    Layer("lessons", Policy.ALWAYS, ("memory/LESSONS.jsonl",)),
+    # memory/YYYY-MM-DD.md daily notes and summaries/<session>.md: found by search.
+    # (Before ``semantic``: a daily note is also a memory/*.md.)
+    Layer(
+        "daily_notes",
+        Policy.ON_DEMAND,
+        (f"memory/{_DAY}.md", "summaries/*.md"),
+        ("memory/*.md", "summaries/*.md"),
+    ),
+    # semantic/facts.md, preferences.md, projects.md (and other memory/<topic>.md):
+    # fetched by a tool when relevant.
+    Layer(
+        "semantic",
+        Policy.ON_DEMAND,
+        ("memory/*.md", "semantic/*.md"),
+        ("memory/*.md", "semantic/*.md"),
+    ),
+    # notes/inbox, zettel, maps: searched and read by a tool, never pushed.
+    Layer(
+        "notebook",
+        Policy.ON_DEMAND,
+        ("notes/*/*.md",),
+        ("notes/inbox/*.md", "notes/zettel/*.md", "notes/maps/*.md"),
+    ),
+    # sessions/<session>.jsonl (q15's history): searched and replayed, never injected.
+    Layer(
+        "transcripts",
+        Policy.NEVER,
+        ("sessions/*.jsonl", "sessions/archive/*.jsonl"),
+        exclude=("sessions/*.audit.jsonl", "sessions/archive/*.audit.jsonl"),
+    ),
+    # .memstrata/: journal, index, locks, quarantine, audit; system-owned.
+    Layer("system", Policy.NEVER),
 )
+
+POLICY: Mapping[str, Policy] = MappingProxyType({layer.name: layer.policy for layer in LAYERS})
+
+# The layers a search can look in: those with files.
+SEARCHABLE = frozenset(layer.name for layer in LAYERS if layer.files)
+
+
+def matches(path: str, pattern: str) -> bool:
+    """True when ``path`` matches glob ``pattern`` segment by segment."""
+    parts, globs = path.split("/"), pattern.split("/")
+    return len(parts) == len(globs) and all(map(fnmatchcase, parts, globs))
+
+
+def layer_of(path: str) -> str | None:
+    """The layer of a workspace-relative path, None if it is not searchable."""
+    for layer in LAYERS:
+        if any(matches(path, glob) for glob in layer.files) and not any(
+            matches(path, glob) for glob in layer.exclude
+        ):
+            return layer.name
+    return None
