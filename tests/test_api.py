@@ -117,3 +117,35 @@ def test_the_package_ships_its_type_marker_and_templates() -> None:
     assert (PACKAGE / "py.typed").exists()
     for name in ("AGENT.md", "USER.md", "SOUL.md", "WORKING_MEMORY.md", "memstrata.toml"):
         assert (PACKAGE / "templates" / name).exists()
+
+
+ENTRY_POINTS = RANKS[-1][1]
+_ENVIRONMENT = {"environ", "environb", "getenv", "getenvb", "putenv", "unsetenv"}
+
+
+def _environment_reads(path: Path) -> Iterator[int]:
+    """The lines of ``path`` that name the process environment (``os.environ``,
+    ``os.getenv``, ``from os import environ``...)."""
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Attribute):
+            names = {node.attr}
+        elif isinstance(node, ast.Name):
+            names = {node.id}
+        elif isinstance(node, ast.ImportFrom) and node.module == "os":
+            names = {alias.name for alias in node.names}
+        else:
+            continue
+        if names & _ENVIRONMENT:
+            yield node.lineno
+
+
+def test_only_entry_points_read_the_environment() -> None:
+    """The library takes explicit values (``Settings``, parameters); only the
+    entry points read environment variables and hand them in."""
+    readers = [
+        f"{module}:{line}"
+        for module, path in _sources()
+        if module.split(".")[0] not in ENTRY_POINTS
+        for line in _environment_reads(path)
+    ]
+    assert readers == [], f"the environment read outside the entry points: {readers}"

@@ -442,7 +442,11 @@ class Searching(Engine):
             try:
                 from ..embed import load_embedder
 
-                state.embedder = load_embedder(self.settings.embedder)
+                state.embedder = load_embedder(
+                    self.settings.embedder,
+                    model=self.settings.embed_model,
+                    tokenizer=self.settings.embed_tokenizer,
+                )
                 state.embedder_name = state.embedder.name
             except (BackendUnavailable, ImportError) as exc:
                 state.embedder_error = str(exc)
