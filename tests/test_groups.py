@@ -57,7 +57,11 @@ call = st.tuples(
 @settings(
     max_examples=60,
     deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    suppress_health_check=[
+        HealthCheck.function_scoped_fixture,
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+    ],
 )
 @given(st.lists(call, min_size=1, max_size=6))
 def test_no_calls_of_a_non_main_group_return_another_groups_content(
