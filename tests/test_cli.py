@@ -149,6 +149,7 @@ def test_a_bad_settings_file_is_named(home: str) -> None:
     assert run("doctor", "-w", home).exit_code == 1
 
 
+@pytest.mark.slow  # the demo kills a child writer with SIGKILL
 def test_demo_runs_and_keeps_its_workspace(tmp_path: Path) -> None:
     keep = tmp_path / "demo"
     result = run("demo", "--keep", str(keep))
