@@ -13,8 +13,14 @@ from memstrata.storage.workspace import Workspace
 from workspaces import fresh
 
 # No test may depend on the machine's speed: a loaded CI machine must not turn
-# main red through hypothesis' deadline or its "input generation is slow" check.
-settings.register_profile("memstrata", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# main red through hypothesis' deadline or its "input generation is slow" and
+# "data too large" checks. A test's own suppress list replaces this one, so it
+# names both again (tests/test_api.py checks every settings in tests/).
+settings.register_profile(
+    "memstrata",
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 settings.load_profile("memstrata")
 
 

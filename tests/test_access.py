@@ -328,7 +328,11 @@ HOSTILE = st.lists(st.one_of(PIECES, st.text(max_size=4)), max_size=8).map("".jo
 
 @settings(
     max_examples=400,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    suppress_health_check=[
+        HealthCheck.function_scoped_fixture,
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+    ],
 )
 @given(requested=HOSTILE, write=st.booleans())
 def test_resolve_never_gives_anything_but_an_allowed_file_inside(

@@ -127,3 +127,76 @@ def test_the_package_ships_its_type_marker_and_templates() -> None:
     assert (PACKAGE / "py.typed").exists()
     for name in ("AGENT.md", "USER.md", "SOUL.md", "WORKING_MEMORY.md", "memstrata.toml"):
         assert (PACKAGE / "templates" / name).exists()
+
+
+ENTRY_POINTS = RANKS[-1][1]
+_ENVIRONMENT = {"environ", "environb", "getenv", "getenvb", "putenv", "unsetenv"}
+
+
+def _environment_reads(path: Path) -> Iterator[int]:
+    """The lines of ``path`` that name the process environment (``os.environ``,
+    ``os.getenv``, ``from os import environ``...)."""
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Attribute):
+            names = {node.attr}
+        elif isinstance(node, ast.Name):
+            names = {node.id}
+        elif isinstance(node, ast.ImportFrom) and node.module == "os":
+            names = {alias.name for alias in node.names}
+        else:
+            continue
+        if names & _ENVIRONMENT:
+            yield node.lineno
+
+
+def test_only_entry_points_read_the_environment() -> None:
+    """The library takes explicit values (``Settings``, parameters); only the
+    entry points read environment variables and hand them in."""
+    readers = [
+        f"{module}:{line}"
+        for module, path in _sources()
+        if module.split(".")[0] not in ENTRY_POINTS
+        for line in _environment_reads(path)
+    ]
+    assert readers == [], f"the environment read outside the entry points: {readers}"
+
+
+TESTS = Path(__file__).parent
+# The health checks that a loaded machine or a big input can trip: every
+# hypothesis settings in tests/ suppresses them (a test's own list replaces the
+# profile's, so each list must name them again).
+UNTIMED = {"too_slow", "data_too_large"}
+
+
+def _unguarded_settings(source: str) -> Iterator[int]:
+    """Lines of ``source`` where hypothesis settings suppress health checks
+    without ``UNTIMED``, or set a deadline other than None."""
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Call):
+            continue
+        called = node.func
+        name = called.attr if isinstance(called, ast.Attribute) else getattr(called, "id", "")
+        if name not in ("settings", "register_profile"):
+            continue
+        for keyword in node.keywords:
+            value = keyword.value
+            if keyword.arg == "deadline" and not (
+                isinstance(value, ast.Constant) and value.value is None
+            ):
+                yield node.lineno
+            if keyword.arg == "suppress_health_check":
+                named = {n.attr for n in ast.walk(value) if isinstance(n, ast.Attribute)}
+                if not named >= UNTIMED:
+                    yield node.lineno
+
+
+def test_no_hypothesis_test_depends_on_the_machines_speed() -> None:
+    sample = "settings(suppress_health_check=[HealthCheck.function_scoped_fixture])\n"
+    assert list(_unguarded_settings(sample)) == [1]
+    assert list(_unguarded_settings("settings(deadline=200)\n")) == [1]
+    wrong = [
+        f"{path.relative_to(TESTS)}:{line}"
+        for path in sorted(TESTS.rglob("*.py"))
+        for line in _unguarded_settings(path.read_text())
+    ]
+    assert wrong == [], f"suppress {sorted(UNTIMED)} and set no deadline: {wrong}"

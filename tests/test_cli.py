@@ -149,6 +149,7 @@ def test_a_bad_settings_file_is_named(home: str) -> None:
     assert run("doctor", "-w", home).exit_code == 1
 
 
+@pytest.mark.slow  # the demo kills a child writer with SIGKILL
 def test_demo_runs_and_keeps_its_workspace(tmp_path: Path) -> None:
     keep = tmp_path / "demo"
     result = run("demo", "--keep", str(keep))
@@ -388,3 +389,44 @@ def test_session_summarize_writes_the_summary(home: str) -> None:
     assert "Let's go with Redis for caching. (turn 1)" in done["summary"]
     again = run("session", "summarize", "s9", "-w", home)
     assert again.exit_code == 1 and "no turn since its last summary" in again.output
+
+
+def test_the_cli_honours_the_summarizer_and_embedder_variables(
+    home: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memstrata import Memory
+
+    with Memory.open(home, embedder="none") as memory:
+        memory.record_turn("s9", user="Let's go with Redis for caching.", assistant="ok")
+    monkeypatch.setenv("MEMSTRATA_SUMMARIZER", "openai")  # and no MEMSTRATA_SUMMARY_MODEL
+    monkeypatch.delenv("MEMSTRATA_SUMMARY_MODEL", raising=False)
+    refused = run("session", "summarize", "s9", "-w", home)
+    assert refused.exit_code == 1 and "MEMSTRATA_SUMMARY_MODEL" in refused.output
+    monkeypatch.setenv("MEMSTRATA_SUMMARIZER", " Extractive ")
+    monkeypatch.setenv("MEMSTRATA_EMBED_MODEL", str(Path(home) / "no-such-model.onnx"))
+    done = json.loads(run("session", "summarize", "s9", "-w", home, "--json").output)
+    assert done["summarizer"] == "extractive"
+    run("remember", "-w", home, "The staging port is 5433")
+    found = json.loads(run("search", "staging port", "-w", home, "--json").output)
+    assert "5433" in json.dumps(found)
+    doctor = "".join(run("doctor", "-w", home).output.split())  # the console wraps lines
+    assert "no-such-model.onnx" in doctor and "BM25alone" in doctor
+
+
+def test_environment_settings_go_over_the_workspace_file(tmp_path: Path) -> None:
+    from memstrata.config import resolve_root, settings_from_env, workspace_settings
+
+    (tmp_path / "memstrata.toml").write_text(
+        '[memory]\nembedder = "hash"\nsummarizer = "anthropic"\nmax_items = 7\n'
+    )
+    env = {"MEMSTRATA_SUMMARIZER": "openai", "MEMSTRATA_SUMMARY_MODEL": " m1 ", "HOME": "x"}
+    assert settings_from_env(env) == {"summarizer": "openai", "summary_model": "m1"}
+    assert settings_from_env({"MEMSTRATA_EMBED_MODEL": "  "}) == {}
+    assert workspace_settings(tmp_path, env) == {
+        "embedder": "hash",
+        "summarizer": "openai",
+        "summary_model": "m1",
+        "max_items": 7,
+    }
+    assert resolve_root(None, {"MEMSTRATA_HOME": str(tmp_path)}) == tmp_path
+    assert resolve_root("elsewhere", {"MEMSTRATA_HOME": str(tmp_path)}) == Path("elsewhere")

@@ -159,6 +159,7 @@ def test_a_reader_loses_nothing_when_several_checkpoints_pass_it_by(ws: Path) ->
         assert {item.text for item in memory.list()} == expected
 
 
+@pytest.mark.slow  # another process
 def test_a_process_that_waited_through_other_checkpoints_keeps_their_writes(ws: Path) -> None:
     """Another process checkpoints twice while this one is idle; this one then writes."""
     script = (

@@ -346,7 +346,11 @@ def test_the_fact_gate_normalises_words_as_search_does() -> None:
 GATE_WORDS = ["relocating", "relocation", "ports", "port", "used", "uses", "ponies", "pony"]
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(
     st.lists(st.lists(st.sampled_from(GATE_WORDS), min_size=1, max_size=4), min_size=1, max_size=6),
     st.lists(st.sampled_from(GATE_WORDS), min_size=1, max_size=3),

@@ -99,6 +99,7 @@ def test_every_doc_has_python_examples_to_check() -> None:
     assert len(_python_blocks()) >= 5  # the collection below is not silently empty
 
 
+@pytest.mark.slow  # a Python process per example (about 10 CPU-s together)
 @pytest.mark.parametrize("code", _python_blocks())
 def test_python_example_runs(code: str, tmp_path: Path) -> None:
     package_root = Path(memstrata.__file__).resolve().parent.parent

@@ -174,47 +174,37 @@ def test_hash_mismatch_is_backend_unavailable(
     assert "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6" in message
 
 
-def test_env_model_missing_file(
-    minilm: Embedder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_other_model_missing_file(minilm: Embedder, tmp_path: Path) -> None:
     missing = tmp_path / "nowhere" / "model.onnx"
-    monkeypatch.setenv("MEMSTRATA_EMBED_MODEL", str(missing))
     with pytest.raises(BackendUnavailable, match="nowhere"):
-        load_embedder()
+        load_embedder(model=str(missing))
     with pytest.raises(BackendUnavailable) as caught:
-        load_embedder("minilm")
+        load_embedder("minilm", model=str(missing))
     assert str(missing) in str(caught.value)
 
 
-def test_env_tokenizer_missing_file(
-    minilm: Embedder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_other_tokenizer_missing_file(minilm: Embedder, tmp_path: Path) -> None:
     missing = tmp_path / "tokenizer.json"
-    monkeypatch.setenv("MEMSTRATA_EMBED_MODEL", str(embed_onnx.default_model_path()))
-    monkeypatch.setenv("MEMSTRATA_EMBED_TOKENIZER", str(missing))
+    model = str(embed_onnx.default_model_path())
     with pytest.raises(BackendUnavailable) as caught:
-        load_embedder()
+        load_embedder(model=model, tokenizer=str(missing))
     assert str(missing) in str(caught.value)
 
 
-def test_env_model_not_onnx(
-    minilm: Embedder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_other_model_not_onnx(minilm: Embedder, tmp_path: Path) -> None:
     junk = tmp_path / "junk.onnx"
     junk.write_bytes(b"this is not an onnx model")
-    monkeypatch.setenv("MEMSTRATA_EMBED_MODEL", str(junk))
     with pytest.raises(BackendUnavailable, match="junk.onnx"):
-        load_embedder()
+        load_embedder(model=str(junk))
 
 
-def test_env_model_other_file_is_used_without_pin(
+def test_other_model_file_is_used_without_pin(
     minilm: Embedder, np: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     copy = tmp_path / "my-model.onnx"
     copy.write_bytes(embed_onnx.default_model_path().read_bytes())
     monkeypatch.setattr(embed_onnx, "DEFAULT_MODEL_SHA256", "0" * 64)  # not consulted
-    monkeypatch.setenv("MEMSTRATA_EMBED_MODEL", str(copy))
-    other = load_embedder()
+    other = load_embedder(model=str(copy))
     assert other is not minilm
     assert other.name == "onnx:my-model:8199be6f699a"
     assert other.dim == 384

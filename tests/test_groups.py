@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -56,7 +57,11 @@ call = st.tuples(
 @settings(
     max_examples=60,
     deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    suppress_health_check=[
+        HealthCheck.function_scoped_fixture,
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+    ],
 )
 @given(st.lists(call, min_size=1, max_size=6))
 def test_no_calls_of_a_non_main_group_return_another_groups_content(
@@ -76,3 +81,31 @@ def test_no_calls_of_a_non_main_group_return_another_groups_content(
         assert SECRET not in result.replace(f"a note about {SECRET}", ""), (name, target, result)
         if target in ("b", "main"):
             assert result.startswith("Error: group 'a' may not"), result
+
+
+def test_each_group_opens_with_its_own_settings_file(tmp_path: Path) -> None:
+    from memstrata import Memory
+
+    root = tmp_path / "root"
+    for group, toml in (
+        ("main", 'embedder = "none"\nmax_items = 5\n'),
+        ("b", 'embedder = "hash"\nmax_items = 3\nsession_keep_turns = 7\n'),
+        ("global", 'embedder = "none"\nmax_items = 9\n'),
+    ):
+        (root / "groups" / group).mkdir(parents=True)
+        (root / "groups" / group / "memstrata.toml").write_text(f"[memory]\n{toml}")
+    server = Memory.open(root, "main", embedder="none", max_items=5)
+    tools = GroupTools(root, "main", summarizer="extractive", session_keep_turns=11)
+    tools.adopt(server)  # a server's own memory: its settings are not the others'
+    try:
+        b, shared = tools.memory("b").settings, tools.memory("global").settings
+        assert (b.embedder, b.max_items) == ("hash", 3)
+        assert (shared.embedder, shared.max_items) == ("none", 9)
+        assert b.session_keep_turns == shared.session_keep_turns == 11  # given over the file
+        assert tools.memory("main") is server
+        (root / "groups" / "c").mkdir()
+        (root / "groups" / "c" / "memstrata.toml").write_text("[memory]\nmax_items = 'x'\n")
+        refused = tools.dispatch("memory_status", {"group": "c"}, group="main")
+        assert refused.startswith("Error:") and "memstrata.toml" in refused
+    finally:
+        tools.close()

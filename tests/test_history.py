@@ -220,7 +220,11 @@ v1_message = st.fixed_dictionaries(
 @settings(
     max_examples=60,
     deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    suppress_health_check=[
+        HealthCheck.function_scoped_fixture,
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+    ],
 )
 @given(st.lists(v1_message, min_size=1, max_size=25))
 def test_v1_records_are_upgraded_with_nothing_lost_and_once(
@@ -408,7 +412,11 @@ q15_turn = st.fixed_dictionaries(
 @settings(
     max_examples=40,
     deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    suppress_health_check=[
+        HealthCheck.function_scoped_fixture,
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+    ],
 )
 @given(st.lists(q15_turn, min_size=1, max_size=12))
 def test_q15_turn_files_are_imported_with_nothing_lost_and_once(

@@ -32,7 +32,11 @@ payloads = st.dictionaries(
 
 @settings(
     max_examples=60,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    suppress_health_check=[
+        HealthCheck.function_scoped_fixture,
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+    ],
 )
 @given(st.lists(payloads, max_size=15))
 def test_replay_returns_every_record_in_order(tmp_path: Path, batch: list[dict[str, Any]]) -> None:

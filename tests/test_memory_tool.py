@@ -420,7 +420,11 @@ SEGMENTS = st.sampled_from(
 
 @settings(
     max_examples=150,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    suppress_health_check=[
+        HealthCheck.function_scoped_fixture,
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+    ],
 )
 @given(
     parts=st.lists(st.one_of(SEGMENTS, st.text(max_size=3)), min_size=1, max_size=6),

@@ -157,7 +157,11 @@ def test_doctor_names_a_bad_settings_file(ws: Path) -> None:
 @settings(
     max_examples=40,
     deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    suppress_health_check=[
+        HealthCheck.function_scoped_fixture,
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+    ],
 )
 @given(item_lists)
 def test_items_round_trip_through_memory_md_and_snapshot(tmp_path: Path, items: list[Item]) -> None:

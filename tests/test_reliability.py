@@ -159,6 +159,7 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Attack:
     return attack
 
 
+@pytest.mark.slow  # 800 attacks, the CLI in subprocesses
 def test_hostile_paths_leak_nothing_and_are_refused(hostile: Attack) -> None:
     assert hostile.leaked == 0, hostile.failures
     assert hostile.tries > 800
@@ -166,11 +167,13 @@ def test_hostile_paths_leak_nothing_and_are_refused(hostile: Attack) -> None:
     assert accepted == []
 
 
+@pytest.mark.slow  # 800 attacks, the CLI in subprocesses
 def test_hostile_paths_raise_nothing_raw(hostile: Attack) -> None:
     raw = [f for f in hostile.failures if any("raw exception" in p for p in f["problems"])]
     assert raw == []
 
 
+@pytest.mark.slow  # 800 attacks, the CLI in subprocesses
 def test_hostile_names_with_lone_surrogates_raise_nothing_raw(hostile: Attack) -> None:
     assert hostile.errors == 0, hostile.failures
 

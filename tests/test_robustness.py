@@ -21,11 +21,10 @@ def _transcript_ids(ws: Path, session: str) -> list[str]:
 
 
 def test_a_summarizer_that_cannot_run_falls_back_to_the_extractive_one(
-    ws: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    ws: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    monkeypatch.setenv("MEMSTRATA_SUMMARIZER", "openai")  # and no MEMSTRATA_SUMMARY_MODEL
-    monkeypatch.delenv("MEMSTRATA_SUMMARY_MODEL", raising=False)
-    with Memory.open(ws, embedder="none", session_summary_tokens=10) as memory:
+    settings = {"embedder": "none", "session_summary_tokens": 10}
+    with Memory.open(ws, summarizer="openai", **settings) as memory:  # and no summary_model
         with caplog.at_level(logging.WARNING, logger="memstrata"):
             turn = memory.record_turn(
                 "s", user="Let's go with Postgres 16 for the ledger.", assistant="OK"
@@ -36,6 +35,18 @@ def test_a_summarizer_that_cannot_run_falls_back_to_the_extractive_one(
         assert "MEMSTRATA_SUMMARY_MODEL" in caplog.text
         summary = (ws / "summaries" / "s.md").read_text()
         assert "extractive" in summary and "Postgres 16" in summary
+
+
+def test_the_library_reads_no_summarizer_from_the_environment(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMSTRATA_SUMMARIZER", "openai")  # only the entry points read it
+    monkeypatch.setenv("MEMSTRATA_EMBED_MODEL", str(ws / "no-such-model.onnx"))
+    with Memory.open(ws, embedder="none", session_summary_tokens=10) as memory:
+        memory.record_turn("s", user="Let's go with Postgres 16 for the ledger.", assistant="OK")
+        assert not [n for n in memory.status().notices if "summary" in n]
+        assert memory.settings.summarizer == "extractive" and memory.settings.embed_model is None
+    assert "extractive" in (ws / "summaries" / "s.md").read_text()
 
 
 def test_a_failing_model_summary_falls_back_to_the_extractive_one(
@@ -49,8 +60,9 @@ def test_a_failing_model_summary_falls_back_to_the_extractive_one(
         def summarize(self, turns: object) -> str:
             raise summarize.BackendUnavailable("the summary model failed: connection refused")
 
-    monkeypatch.setattr("memstrata.memory.context.summarizer_from_env", lambda: Broken())
-    with Memory.open(ws, embedder="none", session_summary_tokens=10) as memory:
+    monkeypatch.setattr("memstrata.memory.context.make_summarizer", lambda *_: Broken())
+    settings = {"embedder": "none", "session_summary_tokens": 10, "summarizer": "openai"}
+    with Memory.open(ws, **settings) as memory:
         said = "I decided to use Redis for the cache of the ledger service."
         turn = memory.record_turn("s", user=said, assistant="OK")
         assert _transcript_ids(ws, "s") == [turn.id]

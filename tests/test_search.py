@@ -231,13 +231,16 @@ def test_an_index_from_a_newer_memstrata_or_a_broken_file_is_rebuilt(ws: Path) -
 
 
 def test_an_unloadable_embedder_still_finds_with_bm25_and_says_so(
-    ws: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    ws: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    monkeypatch.setenv("MEMSTRATA_EMBED_MODEL", str(ws / "no-such-model.onnx"))
+    missing = str(ws / "no-such-model.onnx")
     from memstrata.embed import clear_embedder_cache
 
     clear_embedder_cache()
-    with caplog.at_level(logging.WARNING, logger="memstrata"), Memory.open(ws) as memory:
+    with (
+        caplog.at_level(logging.WARNING, logger="memstrata"),
+        Memory.open(ws, embed_model=missing) as memory,
+    ):
         memory.remember("The staging database listens on port 5433")
         [hit] = memory.search("staging port", k=1)
         assert "5433" in hit.text

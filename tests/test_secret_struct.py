@@ -302,7 +302,9 @@ def same_shape(before: Any, after: Any) -> None:
         assert after == before or (isinstance(after, str) and MARKER in after)
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=300, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
 @given(planted(), st.sampled_from([None, 2]))
 def test_planted_secrets_vanish_and_the_shape_stays(
     case: tuple[Any, list[str]], indent: int | None
@@ -334,7 +336,9 @@ def secret_free(draw: st.DrawFn, depth: int = 0) -> Any:
     return json.dumps([draw(secret_free(depth + 1))])
 
 
-@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=200, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
 @given(secret_free(), st.sampled_from([None, 1]))
 def test_data_without_secrets_comes_back_unchanged(value: Any, indent: int | None) -> None:
     assert redact_value(value) == (value, ())
@@ -554,7 +558,9 @@ def assert_fast_is_full(texts: list[str], value: Any) -> None:
     assert fast == slow
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=300, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
 @given(json_like, st.sampled_from([None, 1]), st.booleans(), st.booleans(), piece_strings)
 def test_the_fast_paths_agree_with_the_full_walk(
     value: Any, indent: int | None, compact: bool, ascii_only: bool, prose: str

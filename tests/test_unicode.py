@@ -123,7 +123,11 @@ SURROGATE = st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF, exclude_ca
 ANY_TEXT = st.lists(st.text(ANY_CHAR, max_size=12) | SURROGATE, max_size=8).map("".join)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(text=ANY_TEXT, session=ANY_TEXT)
 def test_any_text_through_the_public_calls_raises_only_memstrata_errors(
     tmp_path_factory: pytest.TempPathFactory, text: str, session: str

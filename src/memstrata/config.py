@@ -1,23 +1,43 @@
 """Settings, and where they come from.
 
-The library takes explicit arguments (``Memory.open(path, **settings)``);
-only entry points (the CLI, later the servers) call ``resolve_root`` and
-``load_settings`` to read ``$MEMSTRATA_HOME`` and ``memstrata.toml``.
+The library takes explicit arguments (``Memory.open(path, **settings)``) and
+reads no environment variable. Only entry points (the CLI, the MCP server,
+the doctor) read ``os.environ`` and hand it to ``resolve_root`` (for
+``$MEMSTRATA_HOME``) and ``settings_from_env`` (the variables of ``ENV_SETTINGS``),
+and call ``load_settings`` to read ``memstrata.toml``; ``workspace_settings``
+puts the two together, the environment over the file.
 """
 
 from __future__ import annotations
 
 import os
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
 from .errors import InvalidInput
 
-__all__ = ["CONFIG_FILE", "ENV_HOME", "Settings", "load_settings", "resolve_root"]
+__all__ = [
+    "CONFIG_FILE",
+    "ENV_HOME",
+    "ENV_SETTINGS",
+    "Settings",
+    "load_settings",
+    "resolve_root",
+    "settings_from_env",
+    "workspace_settings",
+]
 
 ENV_HOME = "MEMSTRATA_HOME"
+#: The environment variables the entry points honour, and the setting each gives.
+ENV_SETTINGS = {
+    "MEMSTRATA_SUMMARIZER": "summarizer",
+    "MEMSTRATA_SUMMARY_MODEL": "summary_model",
+    "MEMSTRATA_EMBED_MODEL": "embed_model",
+    "MEMSTRATA_EMBED_TOKENIZER": "embed_tokenizer",
+}
 CONFIG_FILE = "memstrata.toml"
 DEFAULT_HOME = Path("~/.memstrata/workspace")
 
@@ -40,11 +60,20 @@ class Settings:
     embedder: str = "minilm"
     session_summary_tokens: int = 8000
     forgotten_retention_days: float = 30.0
+    # The automatic session summaries: "extractive" (no model), "openai" or
+    # "anthropic" (with summary_model; the SDK's own variables give the key).
+    summarizer: str = "extractive"
+    summary_model: str | None = None
+    # Another ONNX model (and its tokenizer.json) for embedder "minilm".
+    embed_model: str | None = None
+    embed_tokenizer: str | None = None
 
     def __post_init__(self) -> None:
         for spec in fields(self):
             value = getattr(self, spec.name)
-            if spec.type in ("str", str):
+            if spec.type == "str | None" and value is None:
+                continue
+            if spec.type in ("str", str, "str | None"):
                 if not isinstance(value, str) or not value.strip():
                     raise InvalidInput(f"setting {spec.name} must be a non-empty string")
                 continue
@@ -70,14 +99,28 @@ class Settings:
         return cls(**values)
 
 
-def resolve_root(workspace: str | os.PathLike[str] | None) -> Path:
-    """``--workspace`` if given, else ``$MEMSTRATA_HOME``, else ``~/.memstrata/workspace``."""
+def resolve_root(workspace: str | os.PathLike[str] | None, env: Mapping[str, str]) -> Path:
+    """``--workspace`` if given, else ``$MEMSTRATA_HOME`` (in ``env``, the
+    entry point's environment), else ``~/.memstrata/workspace``."""
     if workspace is not None and str(workspace):
         return Path(workspace).expanduser()
-    env = os.environ.get(ENV_HOME)
-    if env:
-        return Path(env).expanduser()
+    home = env.get(ENV_HOME)
+    if home:
+        return Path(home).expanduser()
     return DEFAULT_HOME.expanduser()
+
+
+def settings_from_env(env: Mapping[str, str]) -> dict[str, Any]:
+    """The settings that the variables of ``ENV_SETTINGS`` in ``env`` give
+    (``env`` is the entry point's environment; a blank variable is unset)."""
+    given = {name: env.get(var, "").strip() for var, name in ENV_SETTINGS.items()}
+    return {name: value for name, value in given.items() if value}
+
+
+def workspace_settings(workspace: Path, env: Mapping[str, str]) -> dict[str, Any]:
+    """The settings of the workspace at ``workspace``: its ``memstrata.toml``
+    with the environment's (``settings_from_env``) over it."""
+    return {**load_settings(workspace), **settings_from_env(env)}
 
 
 def load_settings(workspace: Path) -> dict[str, Any]:

@@ -299,20 +299,21 @@ def _transcripts(ws: Workspace) -> list[Finding]:
 
 def _search(ws: Workspace) -> list[Finding]:
     """Whether search has its embedder, and what the index holds (read-only)."""
-    from .config import Settings
+    from .config import Settings, workspace_settings
     from .embed import load_embedder
     from .errors import BackendUnavailable
 
     findings = []
     try:
-        spec = Settings.from_mapping(load_settings(ws.path)).embedder
+        settings = Settings.from_mapping(workspace_settings(ws.path, os.environ))
     except MemstrataError:
-        spec = "minilm"
-    if spec == "none":
+        settings = Settings()
+    if settings.embedder == "none":
         findings.append(Finding(Level.INFO, "search", "embeddings are off by setting: BM25 only"))
     else:
         try:
-            name = load_embedder(spec).name
+            model, tokenizer = settings.embed_model, settings.embed_tokenizer
+            name = load_embedder(settings.embedder, model=model, tokenizer=tokenizer).name
             findings.append(Finding(Level.OK, "search", f"hybrid: BM25 and {name} vectors"))
         except (BackendUnavailable, MemstrataError) as exc:
             findings.append(Finding(Level.WARN, "search", f"search runs on BM25 alone: {exc}"))

@@ -40,7 +40,7 @@ import socket
 import sqlite3
 import sys
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -188,13 +188,16 @@ def serve(
     token: str | None = None,
     main_group: str = "main",
     extra_hosts: Iterable[str] = (),
+    settings: Mapping[str, Any] | None = None,
 ) -> None:
     """Serve ``memory`` until the process ends (stdio, or HTTP when ``http``).
 
     A memory opened for a group serves that group as the caller, under the
     rules of ``access.Groups`` (``main_group`` may name any group; the others
-    their own and ``global``). ``extra_hosts``: more Host header values the
-    HTTP server answers (see ``allowed_hosts``). When the transport ends, the
+    their own and ``global``); another group's memory opens with its own
+    ``memstrata.toml`` and ``settings`` (the environment's) over it.
+    ``extra_hosts``: more Host header values the HTTP server answers (see
+    ``allowed_hosts``). When the transport ends, the
     index warm-up stops first (or the process leaves at once: see the module)."""
     token = bearer_token(token)
     security = None
@@ -208,7 +211,7 @@ def serve(
     run: Run | None = None
     flush = memory.flush
     if memory.workspace.group is not None:
-        group_tools = GroupTools(memory.workspace.root, main_group)
+        group_tools = GroupTools(memory.workspace.root, main_group, **(settings or {}))
         group_tools.adopt(memory)
         caller = memory.workspace.group
         flush = group_tools.flush

@@ -21,7 +21,6 @@ from .. import __version__
 from ..capture.scan import Entry, RuleSet, load_rules
 from ..capture.scan import scan as scan_text
 from ..capture.secrets import redact
-from ..config import load_settings
 from ..demo import run_demo
 from ..doctor import Level, diagnose
 from ..memory import Memory
@@ -34,6 +33,7 @@ from .base import (
     locate,
     open_memory,
     print_json,
+    settings_of,
     source_option,
     stdin_lines,
     workspace_options,
@@ -73,7 +73,7 @@ def init(workspace: str | None, group: str | None, as_json: bool) -> None:
     """Create the workspace layout (never overwrites a file)."""
     ws = locate(workspace, group)
     created = init_workspace(ws)
-    with Memory.open(ws.root, ws.group, **load_settings(ws.path)):
+    with Memory.open(ws.root, ws.group, **settings_of(ws)):
         pass
     if as_json:
         print_json({"workspace": str(ws.path), "created": created})

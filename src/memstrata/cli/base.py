@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 import click
 from rich.console import Console
 
-from ..config import load_settings, resolve_root
+from ..config import resolve_root, workspace_settings
 from ..errors import InvalidInput, MemstrataError
 from ..memory import Memory
 from ..model import Source
@@ -38,6 +38,7 @@ __all__ = [
     "open_memory",
     "print_json",
     "read_stdin",
+    "settings_of",
     "stdin_lines",
     "source_option",
     "workspace_options",
@@ -157,15 +158,20 @@ def source_option(help: str) -> Callable[[F], F]:
 
 
 def locate(workspace: str | None, group: str | None) -> Workspace:
-    return Workspace.locate(resolve_root(workspace), group)
+    return Workspace.locate(resolve_root(workspace, os.environ), group)
+
+
+def settings_of(ws: Workspace) -> dict[str, Any]:
+    """The settings of ``ws``: its ``memstrata.toml``, the ``MEMSTRATA_*``
+    environment variables over it (``config.ENV_SETTINGS``)."""
+    return workspace_settings(ws.path, os.environ)
 
 
 @contextmanager
 def open_memory(workspace: str | None, group: str | None) -> Iterator[Memory]:
     ws = locate(workspace, group)
     ws.require()
-    settings = load_settings(ws.path)
-    with Memory.open(ws.root, ws.group, create=False, **settings) as memory:
+    with Memory.open(ws.root, ws.group, create=False, **settings_of(ws)) as memory:
         yield memory
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
+from ..config import settings_from_env
 from ..memory.search import LAYERS
 from .base import console, json_option, open_memory, print_json, workspace_options
 
@@ -276,4 +278,5 @@ def mcp(
             token=token,
             main_group=main_group,
             extra_hosts=allowed_hosts,
+            settings=settings_from_env(os.environ),
         )

@@ -9,18 +9,18 @@
 * ``ChatSummarizer`` asks a chat model through the official ``openai`` SDK
   (any OpenAI-compatible endpoint, local servers included, via the base URL)
   or the ``anthropic`` SDK; both are optional extras (``pip install
-  'memstrata[llm]'``), configured by environment variables, never required.
-  A client may be handed in (tests pass a scripted one).
+  'memstrata[llm]'``), never required. A client may be handed in (tests pass
+  a scripted one); else the SDK makes one (its own variables give the key and
+  the base URL: ``OPENAI_API_KEY``, ``OPENAI_BASE_URL``, ``ANTHROPIC_API_KEY``).
 
-``summarizer_from_env()`` picks one: ``MEMSTRATA_SUMMARIZER`` = ``extractive``
-(default), ``openai`` (``OPENAI_API_KEY``, ``OPENAI_BASE_URL``,
-``MEMSTRATA_SUMMARY_MODEL``) or ``anthropic`` (``ANTHROPIC_API_KEY``,
-``MEMSTRATA_SUMMARY_MODEL``).
+``make_summarizer(choice, model)`` picks one from the settings ``summarizer``
+(``extractive``, the default, ``openai`` or ``anthropic``) and
+``summary_model``; the entry points take them from ``MEMSTRATA_SUMMARIZER``
+and ``MEMSTRATA_SUMMARY_MODEL``. Nothing here reads the environment.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
@@ -32,7 +32,7 @@ __all__ = [
     "ChatSummarizer",
     "ExtractiveSummarizer",
     "Summarizer",
-    "summarizer_from_env",
+    "make_summarizer",
 ]
 
 PROMPT = (
@@ -103,7 +103,9 @@ class ChatSummarizer:
         if provider not in ("openai", "anthropic"):
             raise InvalidInput(f"provider must be openai or anthropic, not {provider!r}")
         if not model:
-            raise InvalidInput("a summary model name is needed (MEMSTRATA_SUMMARY_MODEL)")
+            raise InvalidInput(
+                "a summary model name is needed (setting summary_model, MEMSTRATA_SUMMARY_MODEL)"
+            )
         self.provider, self.model = provider, model
         self.name = f"{provider}:{model}"
         self._client = client if client is not None else _client(provider)
@@ -150,10 +152,11 @@ def _client(provider: str) -> Any:
         ) from exc
 
 
-def summarizer_from_env() -> Summarizer:
-    """The summarizer the environment names (extractive when it names none)."""
-    choice = os.environ.get("MEMSTRATA_SUMMARIZER", "extractive").strip().lower()
-    if choice in ("", "extractive"):
+def make_summarizer(choice: str, model: str | None = None) -> Summarizer:
+    """The summarizer named by ``choice`` (the setting ``summarizer``) with
+    ``model`` (``summary_model``); ``InvalidInput`` for an unknown name or a
+    model provider without a model, ``BackendUnavailable`` without its SDK."""
+    name = choice.strip().lower()
+    if name in ("", "extractive"):
         return ExtractiveSummarizer()
-    model = os.environ.get("MEMSTRATA_SUMMARY_MODEL", "").strip()
-    return ChatSummarizer(choice, model)
+    return ChatSummarizer(name, (model or "").strip())

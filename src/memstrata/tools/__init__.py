@@ -22,6 +22,8 @@ names the caller's group; an optional ``group`` argument names another
 group, which the rules of ``access.Groups`` allow or refuse (a refusal is an
 ``Error: …`` saying why, never an empty result). A non-main group's search
 also looks in ``global`` (which it may read), each hit saying its group.
+Each group's memory opens with that group's own ``memstrata.toml``, the
+settings given to ``GroupTools`` over it.
 """
 
 from __future__ import annotations
@@ -32,10 +34,12 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from ..config import load_settings
 from ..errors import MemstrataError
 from ..memory import Memory
 from ..model import valid_text
 from ..storage.access import GLOBAL, Groups, resolve
+from ..storage.workspace import Workspace
 
 __all__ = ["TOOLS", "Answer", "GroupTools", "answer", "anthropic_tools", "dispatch", "openai_tools"]
 
@@ -295,6 +299,8 @@ class GroupTools:
     """The memory tools for callers in groups under one root (see the module)."""
 
     def __init__(self, root: Path, main: str, **settings: Any) -> None:
+        """``settings`` (e.g. from the environment) apply over each group's own
+        ``memstrata.toml``."""
         self.groups = Groups(root, main)
         self._settings = settings
         self._open: dict[str, Memory] = {}
@@ -306,14 +312,16 @@ class GroupTools:
             raise ValueError("only a group's memory can be adopted")
         with self._lock:
             self._open[memory.workspace.group] = memory
-            self._settings = {"embedder": memory.settings.embedder}
 
     def memory(self, group: str) -> Memory:
-        """The open memory of ``group`` (opened on first use; no rules applied here)."""
+        """The open memory of ``group`` (opened on first use with its own
+        ``memstrata.toml``; no rules applied here)."""
         with self._lock:
             found = self._open.get(group)
             if found is None:
-                found = self._open[group] = Memory.open(self.groups.root, group, **self._settings)
+                path = Workspace.locate(self.groups.root, group).path
+                settings = {**load_settings(path), **self._settings}
+                found = self._open[group] = Memory.open(self.groups.root, group, **settings)
             return found
 
     def dispatch(self, name: str, arguments: Mapping[str, Any] | str | None, *, group: str) -> str:
