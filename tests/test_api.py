@@ -200,3 +200,19 @@ def test_no_hypothesis_test_depends_on_the_machines_speed() -> None:
         for line in _unguarded_settings(path.read_text())
     ]
     assert wrong == [], f"suppress {sorted(UNTIMED)} and set no deadline: {wrong}"
+
+
+def test_every_setting_is_a_typed_keyword_of_open() -> None:
+    import dataclasses
+    import inspect
+    import typing
+
+    from memstrata.config import Settings, SettingsFields
+
+    fields = {f.name: f.type for f in dataclasses.fields(Settings)}
+    typed = typing.get_type_hints(SettingsFields)
+    assert fields.keys() == typed.keys()
+    for name, hint in typing.get_type_hints(Settings).items():
+        assert typed[name] == hint, name
+    kwargs = inspect.signature(memstrata.Memory.open).parameters["fields"]
+    assert "SettingsFields" in str(kwargs.annotation)

@@ -15,7 +15,7 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from .errors import InvalidInput
 
@@ -24,6 +24,7 @@ __all__ = [
     "ENV_HOME",
     "ENV_SETTINGS",
     "Settings",
+    "SettingsFields",
     "load_settings",
     "resolve_root",
     "settings_from_env",
@@ -97,6 +98,30 @@ class Settings:
                 f"unknown setting {', '.join(unknown)}; known: {', '.join(sorted(known))}"
             )
         return cls(**values)
+
+
+class SettingsFields(TypedDict, total=False):
+    """``Settings``' fields as keyword arguments (``Memory.open(path, **fields)``),
+    so that type checkers and editors know each name and type."""
+
+    flush_every_updates: int
+    flush_interval_seconds: float
+    checkpoint_every_updates: int
+    checkpoint_interval_seconds: float
+    max_items: int
+    lock_timeout_seconds: float
+    session_state_max_chars: int
+    session_max_turns: int
+    session_max_bytes: int
+    session_keep_turns: int
+    working_max_chars: int
+    embedder: str
+    session_summary_tokens: int
+    forgotten_retention_days: float
+    summarizer: str
+    summary_model: str | None
+    embed_model: str | None
+    embed_tokenizer: str | None
 
 
 def resolve_root(workspace: str | os.PathLike[str] | None, env: Mapping[str, str]) -> Path:

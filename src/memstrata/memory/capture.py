@@ -37,7 +37,6 @@ from ..model import (
     parse_source,
     valid_text,
 )
-from ..storage.files import storage_errors
 from ..stores import daily
 from ..stores.lessons import (
     OP_LESSON_DELETE,
@@ -96,8 +95,7 @@ class Observer:
         if origin is not Source.USER or not entries:
             return [Capture(entry.category, _one_line(entry.text), at) for entry in entries]
         events: builtins.list[WriteEvent] = []
-        with storage_errors("record the message"), self.engine.lock:
-            self.engine.catch_up(repair=True)
+        with self.engine.transaction("record the message", catch_up=True):
             state = _state_entries(entries, at)
             path = self.engine.workspace.session_state(session)
             append_entries(path, state, self.engine.settings.session_state_max_chars)
@@ -164,8 +162,7 @@ class Observer:
                 raise InvalidInput(f"{name} must be a string, not {type(value).__name__}")
         session = clean_session(session)
         when = now() if at is None else aware(at)
-        self.engine.check_open()
-        with storage_errors("write the daily note"), self.engine.lock:
+        with self.engine.transaction("write the daily note"):
             block = daily.note_block(
                 redact(valid_text(user)).text, redact(valid_text(agent)).text, when
             )
@@ -190,9 +187,7 @@ class Observer:
             at=now(),
             session=clean_session(session),
         )
-        self.engine.check_open()
-        with storage_errors("write to the journal"), self.engine.lock:
-            self.engine.catch_up(repair=True)
+        with self.engine.transaction("write to the journal", catch_up=True):
             event = self.engine.put_lesson(lesson)
             self.engine.journal.sync()
             self.engine.after_write()
@@ -224,9 +219,7 @@ class Lessons:
 
     def forget(self, lesson_id: str) -> Lesson:
         """Delete a lesson (durable on return); returns what was deleted."""
-        self.engine.check_open()
-        with storage_errors("write to the journal"), self.engine.lock:
-            self.engine.catch_up(repair=True)
+        with self.engine.transaction("write to the journal", catch_up=True):
             lesson = self.engine.lessons.lessons.get(str(lesson_id).strip())
             if lesson is None:
                 raise NotFound(f"no lesson with id {lesson_id!r}")

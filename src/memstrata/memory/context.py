@@ -38,7 +38,7 @@ from ..context.summarize import ExtractiveSummarizer, Summarizer, make_summarize
 from ..context.tokens import EstimateCounter, TokenCounter
 from ..errors import InvalidInput, MemstrataError, NotFound
 from ..model import Item, Source, WriteEvent, category_title, clean_session, now, valid_text
-from ..storage.files import append_durable, storage_errors
+from ..storage.files import append_durable
 from ..storage.workspace import session_stem
 from ..stores import core as core_layer
 from ..stores import transcripts as history
@@ -278,7 +278,7 @@ class PromptBuilder:
             if line.startswith("- ") and line[2:].strip() and line[2:].strip() != "none"
         ]
         events: builtins.list[WriteEvent] = []
-        with storage_errors("write the session summary"), self.engine.lock:
+        with self.engine.transaction("write the session summary"):
             folder = self.engine.workspace.path / "summaries"
             folder.mkdir(parents=True, exist_ok=True)
             target = folder / f"{session_stem(name)}.md"

@@ -30,7 +30,7 @@ from ..capture.secrets import redact
 from ..errors import Conflict, InvalidInput, NotFound
 from ..model import Source, WriteEvent, check_document, now, parse_source, valid_text
 from ..storage.access import resolve
-from ..storage.files import staged_write, storage_errors
+from ..storage.files import staged_write
 from ..stores.docs import (
     OP_DOC_DELETE,
     OP_DOC_PUT,
@@ -72,9 +72,7 @@ class Documents:
         """
         relative, target = self._document(path)
         origin = parse_source(source)
-        self.engine.check_open()
-        with storage_errors(f"change {relative}"), self.engine.lock:
-            self.engine.catch_up(repair=True)
+        with self.engine.transaction(f"change {relative}", catch_up=True):
             data = read_or_none(target)
             old = None if data is None else _text(data, relative)
             new = edit(old)
@@ -109,9 +107,7 @@ class Documents:
         old_relative, source_path = self._document(old)
         new_relative, target = self._document(new)
         origin = parse_source(source)
-        self.engine.check_open()
-        with storage_errors(f"rename {old_relative}"), self.engine.lock:
-            self.engine.catch_up(repair=True)
+        with self.engine.transaction(f"rename {old_relative}", catch_up=True):
             data = read_or_none(source_path)
             if data is None:
                 raise NotFound(f"{old_relative} does not exist")

@@ -30,10 +30,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Unpack
 
 from ..capture.scan import load_rules
-from ..config import Settings
+from ..config import Settings, SettingsFields
 from ..context.build import Context
 from ..context.summarize import Summarizer
 from ..context.tokens import EstimateCounter, TokenCounter
@@ -88,7 +88,7 @@ class Memory:
         create: bool = True,
         read_only: bool | None = None,
         settings: Settings | None = None,
-        **fields: Any,
+        **fields: Unpack[SettingsFields],
     ) -> Memory:
         """Open the workspace at ``path`` (``group``: ``path/groups/<group>``).
 
@@ -101,7 +101,7 @@ class Memory:
         """
         if settings is not None and fields:
             raise InvalidInput("give settings= or its fields as keywords, not both")
-        chosen = settings if settings is not None else Settings.from_mapping(fields)
+        chosen = settings if settings is not None else Settings.from_mapping(dict(fields))
         workspace = Workspace.locate(Path(path).expanduser(), group)
         if read_only is None:
             read_only = workspace.exists() and not os.access(workspace.system, os.W_OK)

@@ -26,7 +26,7 @@ from ..model import (
     now,
     parse_source,
 )
-from ..storage.files import list_quarantine, storage_errors
+from ..storage.files import list_quarantine
 from ..stores.longterm import Forgotten
 from .engine import Engine, clean_user, safe_text
 
@@ -60,9 +60,7 @@ class Facts:
         kind = normalize_category(category)
         origin = parse_source(source)
         session, user = clean_session(session), clean_user(user)
-        self.engine.check_open()
-        with storage_errors("write to the journal"), self.engine.lock:
-            self.engine.catch_up(repair=True)
+        with self.engine.transaction("write to the journal", catch_up=True):
             item = self.engine.live_or_new(line, kind, origin, session, now(), user)
             event = self.engine.put_items([item], "duplicate" if item.hits else "remember", sync)
             self.engine.after_write()
@@ -89,9 +87,7 @@ class Facts:
         line = safe_text(text)
         origin = parse_source(source)
         session, user = clean_session(session), clean_user(user)
-        self.engine.check_open()
-        with storage_errors("write to the journal"), self.engine.lock:
-            self.engine.catch_up(repair=True)
+        with self.engine.transaction("write to the journal", catch_up=True):
             old = self.engine.require(item_id)
             if not old.is_live:
                 raise Conflict(f"item {old.id} is already superseded by {old.superseded_by}")
@@ -112,9 +108,7 @@ class Facts:
         It stays restorable for ``forgotten_retention_days`` (``forgotten``,
         ``restore``).
         """
-        self.engine.check_open()
-        with storage_errors("write to the journal"), self.engine.lock:
-            self.engine.catch_up(repair=True)
+        with self.engine.transaction("write to the journal", catch_up=True):
             item = self.engine.require(item_id)
             self.engine.delete([item.id], "forget", sync=True)
             self.engine.after_write()
@@ -141,9 +135,7 @@ class Facts:
         if not isinstance(item_id, str) or not item_id.strip():
             raise InvalidInput("an item id is required")
         wanted = item_id.strip().lstrip("^")
-        self.engine.check_open()
-        with storage_errors("write to the journal"), self.engine.lock:
-            self.engine.catch_up(repair=True)
+        with self.engine.transaction("write to the journal", catch_up=True):
             entry = self.engine.store.forgotten.get(wanted)
             if entry is None:
                 if wanted in self.engine.store.items:
@@ -178,8 +170,7 @@ class Facts:
             which = f" named {stored!r}" if stored else ""
             raise NotFound(f"no damaged MEMORY.md{which} in the quarantine")
         data = (self.engine.workspace.quarantine / entries[-1].stored).read_bytes()
-        with storage_errors("take the edit in"), self.engine.lock:
-            self.engine.catch_up(repair=True)
+        with self.engine.transaction("take the edit in", catch_up=True):
             plan = self.engine.hand_edits.propose(data, None, check=False)
             self.engine.checkpoint()
         return len(plan.changes) if plan is not None else 0
@@ -193,9 +184,7 @@ class Facts:
         if max_items is not None and (isinstance(max_items, bool) or max_items < 0):
             raise InvalidInput(f"max_items must be a whole number >= 0, not {max_items!r}")
         cap = self.engine.settings.max_items if max_items is None else max_items
-        self.engine.check_open()
-        with storage_errors("compact the workspace"), self.engine.lock:
-            self.engine.catch_up(repair=True)
+        with self.engine.transaction("compact the workspace", catch_up=True):
             removed = self.engine.compact_locked(cap)
             self.engine.checkpoint()
         return CompactResult(removed=removed, kept=len(self.engine.store.items))

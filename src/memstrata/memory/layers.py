@@ -24,7 +24,6 @@ from datetime import datetime
 from ..errors import Corrupt
 from ..migrations import layers as migrate
 from ..model import Source, WriteEvent, normalize_category, now
-from ..storage.files import storage_errors
 from ..stores import core, daily, notebook, semantic, working
 from ..stores.longterm import OP_PUT
 from ..stores.notebook import Note
@@ -51,8 +50,7 @@ class Core:
 
     def write(self, name: str, text: str) -> str:
         """Replace core file ``name`` with ``text`` (redacted); returns what was written."""
-        self.engine.check_open()
-        with storage_errors("write the core file"), self.engine.lock:
+        with self.engine.transaction("write the core file"):
             written = core.write(self.engine.workspace, name, text)
         where = (
             core.path(self.engine.workspace, name)
@@ -97,7 +95,7 @@ class Working:
     def _write(self, write: _Write, text: str) -> builtins.list[Dropped]:
         self.engine.check_open()
         events = []
-        with storage_errors("write working memory"), self.engine.lock:
+        with self.engine.transaction("write working memory"):
             dropped = write(self.engine.settings.working_max_chars)
             where = (
                 working.path(self.engine.workspace)
@@ -130,8 +128,7 @@ class Semantic:
 
     def add(self, name: str, text: str) -> SemanticItem | None:
         """Append an item (None when an equal one is there already)."""
-        self.engine.check_open()
-        with storage_errors("write the semantic file"), self.engine.lock:
+        with self.engine.transaction("write the semantic file"):
             added = semantic.add(self.engine.workspace, name, text)
         if added is not None:
             where = semantic.path(self.engine.workspace, name).relative_to(
@@ -144,8 +141,7 @@ class Semantic:
 
     def remove(self, name: str, item: str | int) -> builtins.list[SemanticItem]:
         """Remove items by exact text or line number; returns what was removed."""
-        self.engine.check_open()
-        with storage_errors("write the semantic file"), self.engine.lock:
+        with self.engine.transaction("write the semantic file"):
             removed = semantic.remove(self.engine.workspace, name, item)
         where = (
             semantic.path(self.engine.workspace, name)
@@ -164,8 +160,7 @@ class Notes:
 
     def create(self, title: str, body: str = "", *, folder: str = "inbox") -> Note:
         """A new note (never overwrites: a taken name gets a suffix)."""
-        self.engine.check_open()
-        with storage_errors("write the note"), self.engine.lock:
+        with self.engine.transaction("write the note"):
             note = notebook.create(self.engine.workspace, title, body, folder=folder)
         self.engine.events.notify(self._note_event(note))
         return note
@@ -182,8 +177,7 @@ class Notes:
 
     def link(self, source: str, target: str) -> bool:
         """Add a ``[[target]]`` link to note ``source`` (False: it was there)."""
-        self.engine.check_open()
-        with storage_errors("write the note"), self.engine.lock:
+        with self.engine.transaction("write the note"):
             added = notebook.link(self.engine.workspace, source, target)
         if added:
             self.engine.events.notify(
@@ -193,8 +187,7 @@ class Notes:
 
     def move(self, name: str, folder: str) -> Note:
         """Move a note to another folder (``zettel`` to keep an inbox note)."""
-        self.engine.check_open()
-        with storage_errors("move the note"), self.engine.lock:
+        with self.engine.transaction("move the note"):
             note = notebook.move(self.engine.workspace, name, folder)
         self.engine.events.notify(self._note_event(note))
         return note

@@ -79,7 +79,7 @@ class Sessions:
                 raise InvalidInput(f"{label} must be a string, not {type(value).__name__}")
         self.engine.check_open()
         events: builtins.list[WriteEvent] = []
-        with storage_errors("record the turn"), self.engine.lock:
+        with self.engine.transaction("record the turn"):
             last, count = self._head(name)
             seq = last + 1
             turn = history.build_turn(
@@ -202,7 +202,7 @@ class Sessions:
         if not history.transcript_path(self.engine.workspace, name).exists():
             raise NotFound(f"no transcript for session {name!r}")
         keep_last = self.engine.settings.session_keep_turns if keep is None else keep
-        with storage_errors("compact the transcript"), self.engine.lock:
+        with self.engine.transaction("compact the transcript"):
             done = compact(self.engine.workspace, name, keep_last)
             self._heads.pop(name, None)
         return done
