@@ -26,35 +26,26 @@ from __future__ import annotations
 
 import builtins
 import os
-from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Unpack
+from typing import Unpack
 
 from ..capture.scan import load_rules
 from ..config import Settings, SettingsFields
-from ..context.build import Context
-from ..context.summarize import Summarizer
 from ..context.tokens import EstimateCounter, TokenCounter
 from ..context.window import ContextWindow, Message, WindowSettings
 from ..errors import InvalidInput, NotFound
-from ..index.hybrid import Hit, Weights
-from ..model import Capture, CompactResult, Item, Source, Status, clean_session
+from ..model import Status, clean_session
 from ..storage.files import list_quarantine, storage_errors
 from ..storage.workspace import Workspace, init_workspace
-from ..stores.lessons import Lesson
-from ..stores.longterm import Forgotten
-from ..stores.session_state import StateEntry
-from ..stores.transcripts import Turn
 from .capture import Lessons, Observer
-from .context import PromptBuilder, SessionSummary
+from .context import PromptBuilder
 from .documents import Documents
 from .engine import Engine
 from .events import WriteHook
 from .facts import Facts
 from .layers import Core, Notes, Semantic, Working, migrate_at_open
-from .search import IndexReport, Progress, Searcher
+from .search import Searcher
 from .sessions import Sessions
 
 __all__ = ["Memory"]
@@ -76,6 +67,30 @@ class Memory:
         self.working = Working(engine)
         self.semantic = Semantic(engine)
         self.notes = Notes(engine)
+        # The verbs an agent calls every turn, and the facts' own reads and
+        # writes, are the parts' methods themselves: one definition and one
+        # signature each, which type checkers and help() read from the part.
+        self.observe = self._observer.observe
+        self.session_state = self._observer.session_state
+        self.record_exchange = self._observer.record_exchange
+        self.record_tool_failure = self._observer.record_tool_failure
+        self.remember = self._facts.remember
+        self.supersede = self._facts.supersede
+        self.forget = self._facts.forget
+        self.forgotten = self._facts.forgotten
+        self.restore = self._facts.restore
+        self.accept_edit = self._facts.accept_edit
+        self.compact = self._facts.compact
+        self.get = self._facts.get
+        self.list = self._facts.list
+        self.search = self._search.search
+        self.reindex = self._search.reindex
+        self.index_status = self._search.index_status
+        self.gate = self._search.gate
+        self.build_context = self._prompts.build_context
+        self.recovery_context = self._prompts.recovery_context
+        self.compact_session = self._prompts.compact_session
+        self.record_turn = self.sessions.record_turn
 
     # -- lifecycle ------------------------------------------------------------
 
@@ -235,200 +250,4 @@ class Memory:
             recovery=lambda: self._prompts.recovery_context(
                 name, chars=max(limit_tokens * 4 * 15 // 100, 200)
             ),
-        )
-
-    # -- capture: before the agent answers (capture.py) ---------------------
-
-    def observe(
-        self,
-        text: str,
-        *,
-        session: str | None = None,
-        user: str | None = None,
-        source: Source | str = Source.USER,
-    ) -> builtins.list[Capture]:
-        """Capture what a message states, before the agent answers it."""
-        return self._observer.observe(text, session=session, user=user, source=source)
-
-    def session_state(self, session: str | None = None) -> builtins.list[StateEntry]:
-        """The entries of a session's SESSION-STATE.md, oldest first."""
-        return self._observer.session_state(session)
-
-    def record_exchange(
-        self, user: str, agent: str, *, session: str | None = None, at: datetime | None = None
-    ) -> Path:
-        """Append one exchange to today's daily note ``memory/YYYY-MM-DD.md``; returns it."""
-        return self._observer.record_exchange(user, agent, session=session, at=at)
-
-    def record_tool_failure(
-        self, tool: str, args: Any, error: str | BaseException, *, session: str | None = None
-    ) -> Lesson:
-        """Keep the lesson of a failed tool call (a repeat is counted, not stored twice)."""
-        return self._observer.record_tool_failure(tool, args, error, session=session)
-
-    # -- long-term facts (facts.py) -----------------------------------------
-
-    def remember(
-        self,
-        text: str,
-        *,
-        category: str | None = None,
-        source: Source | str = Source.USER,
-        session: str | None = None,
-        user: str | None = None,
-        sync: bool = True,
-    ) -> Item:
-        """Store a long-term fact; durable when this returns (unless ``sync=False``)."""
-        return self._facts.remember(
-            text, category=category, source=source, session=session, user=user, sync=sync
-        )
-
-    def supersede(
-        self,
-        item_id: str,
-        text: str,
-        *,
-        category: str | None = None,
-        source: Source | str = Source.USER,
-        session: str | None = None,
-        user: str | None = None,
-    ) -> Item:
-        """Replace a live fact by a corrected one; returns the new (live) item."""
-        return self._facts.supersede(
-            item_id, text, category=category, source=source, session=session, user=user
-        )
-
-    def forget(self, item_id: str) -> Item:
-        """Delete an item (durable on return); returns what was deleted."""
-        return self._facts.forget(item_id)
-
-    def forgotten(self, limit: int | None = None) -> builtins.list[Forgotten]:
-        """Facts deleted by ``forget`` or by hand that can still be restored, newest first."""
-        return self._facts.forgotten(limit)
-
-    def restore(self, item_id: str) -> Item:
-        """Bring a forgotten fact back as it was (journaled, durable on return)."""
-        return self._facts.restore(item_id)
-
-    def accept_edit(self, stored: str | None = None) -> int:
-        """Take in a MEMORY.md that was set aside as damage, as the person saved it."""
-        return self._facts.accept_edit(stored)
-
-    def compact(self, max_items: int | None = None) -> CompactResult:
-        """De-duplicate (newest wins) and keep at most ``max_items`` items, newest first."""
-        return self._facts.compact(max_items)
-
-    def get(self, item_id: str) -> Item:
-        """The item with this id; ``NotFound`` if there is none."""
-        return self._facts.get(item_id)
-
-    def list(
-        self,
-        *,
-        category: str | None = None,
-        session: str | None = None,
-        source: Source | str | None = None,
-        include_superseded: bool = False,
-        limit: int | None = None,
-    ) -> builtins.list[Item]:
-        """Items, newest first, filtered by category, session and source."""
-        return self._facts.list(
-            category=category,
-            session=session,
-            source=source,
-            include_superseded=include_superseded,
-            limit=limit,
-        )
-
-    # -- search (search.py) --------------------------------------------------
-
-    def search(
-        self,
-        query: str,
-        *,
-        k: int = 10,
-        layers: Iterable[str] | None = None,
-        session: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        source: str | None = None,
-        include_superseded: bool = False,
-        weights: Weights | None = None,
-    ) -> builtins.list[Hit]:
-        """The ``k`` best chunks for ``query`` (BM25 and vectors fused), with citations."""
-        return self._search.search(
-            query,
-            k=k,
-            layers=layers,
-            session=session,
-            since=since,
-            until=until,
-            source=source,
-            include_superseded=include_superseded,
-            weights=weights,
-        )
-
-    def reindex(
-        self, *, full: bool = False, progress: Progress | None = None, warm: bool = False
-    ) -> IndexReport:
-        """Bring the index up to date with every file now (``full``: rebuild it)."""
-        return self._search.reindex(full=full, progress=progress, warm=warm)
-
-    def index_status(self) -> dict[str, Any]:
-        """Index size, chunks, vectors, embedder, and files changed since the last sync."""
-        return self._search.index_status()
-
-    def gate(self, prompt: str, budget_tokens: int, *, k: int = 20) -> builtins.list[Hit]:
-        """The memory chunks most relevant to the prompt's tail, within ``budget_tokens``."""
-        return self._search.gate(prompt, budget_tokens, k=k)
-
-    # -- the prompt (context.py) ---------------------------------------------
-
-    def build_context(
-        self,
-        prompt: str,
-        *,
-        session: str | None = None,
-        budget_tokens: int,
-        counter: TokenCounter | None = None,
-    ) -> Context:
-        """The prompt context for ``prompt``: every layer in order, within ``budget_tokens``."""
-        return self._prompts.build_context(
-            prompt, session=session, budget_tokens=budget_tokens, counter=counter
-        )
-
-    def recovery_context(self, session: str | None = None, *, chars: int = 4000) -> str:
-        """What an agent needs after its window was compacted (Qanot)."""
-        return self._prompts.recovery_context(session, chars=chars)
-
-    def compact_session(
-        self, session: str, *, summarizer: Summarizer | None = None
-    ) -> SessionSummary:
-        """Summarize the session's turns since its last summary (see the module)."""
-        return self._prompts.compact_session(session, summarizer=summarizer)
-
-    # -- transcripts (sessions.py) -------------------------------------------
-
-    def record_turn(
-        self,
-        session: str,
-        *,
-        user: str,
-        assistant: str,
-        reasoning: str | None = None,
-        tool_calls: Sequence[Mapping[str, Any]] = (),
-        tool_results: Sequence[Mapping[str, Any]] = (),
-        meta: Mapping[str, Any] | None = None,
-        at: datetime | None = None,
-    ) -> Turn:
-        """Append one completed turn to the session's transcript; durable on return."""
-        return self.sessions.record_turn(
-            session,
-            user=user,
-            assistant=assistant,
-            reasoning=reasoning,
-            tool_calls=tool_calls,
-            tool_results=tool_results,
-            meta=meta,
-            at=at,
         )
