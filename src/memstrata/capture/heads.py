@@ -12,7 +12,7 @@ heads. One trie regex per pass finds every head in the lower-cased message: one
 pass for heads that start a word (after ``\\b``), run on ``" " + lowered`` from
 the non-word character before them, one for the others. The pattern is then
 tried only where a head starts, and with only the alternatives that head starts
-(``Search.subset``): the same matches, in the same order, as a full search.
+(``HeadSearch.subset``): the same matches, in the same order, as a full search.
 
 An alternative's ``wants`` are literals one of which every match holds (its
 longest literal run, or a branch of them); one the text lacks cannot match
@@ -25,7 +25,7 @@ characters: one that lowers to two (``İ``), final sigma, non-ASCII digits for
 (``ſ`` for ``s``, ``ı`` for ``i``). On a text holding one that matters, heads
 are not used (``find`` returns None) and the caller searches in full. So is
 an alternative whose tree this reading does not know, that can match the empty
-string, that refers to a group, or that sets global flags (``Search.plain``).
+string, that refers to a group, or that sets global flags (``HeadSearch.plain``).
 """
 
 from __future__ import annotations
@@ -36,7 +36,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["DIGITS", "Finder", "Head", "Search", "analyse", "combine", "find", "finder", "proven"]
+__all__ = [
+    "DIGITS",
+    "Finder",
+    "Head",
+    "HeadSearch",
+    "analyse",
+    "combine",
+    "find",
+    "finder",
+    "proven",
+]
 
 DIGITS = tuple("0123456789０１２３４５６７８９")
 Head = tuple[int, int]  # where a head starts, and the mask of the alternatives it starts
@@ -94,7 +104,7 @@ def combine(alternatives: Sequence[str]) -> re.Pattern[str]:
 
 
 @dataclass(frozen=True, slots=True)
-class Search:
+class HeadSearch:
     """A combined pattern and where its matches can start.
 
     ``word_heads`` / ``any_heads``: head -> mask of the alternatives it starts, at a
@@ -123,7 +133,7 @@ class Search:
         return pattern
 
 
-def analyse(alternatives: Sequence[str]) -> Search:
+def analyse(alternatives: Sequence[str]) -> HeadSearch:
     """The alternatives combined, with the heads and wants of each."""
     pattern = combine(alternatives)
     word: dict[str, int] = {}
@@ -137,7 +147,7 @@ def analyse(alternatives: Sequence[str]) -> Search:
         except Exception:  # a tree this reading does not know: search in full
             read = None
         if read is None:
-            return Search(pattern, plain=True)
+            return HeadSearch(pattern, plain=True)
         heads, word_led, want = read
         wants.append(want)
         if "" in heads:
@@ -148,7 +158,7 @@ def analyse(alternatives: Sequence[str]) -> Search:
             into = word if word_led and _WORD.match(head) else anywhere
             into[head] = into.get(head, 0) | 1 << n
     others = combine(rest) if rest else None
-    return Search(
+    return HeadSearch(
         pattern, tuple(alternatives), word, anywhere, tuple(wants), others, _frozen(needs)
     )
 
@@ -302,7 +312,7 @@ def _wants(items: Any, heads: set[str]) -> frozenset[str] | None:
     return frozenset(best)
 
 
-def proven(found: Search, triggers: Sequence[str]) -> int:
+def proven(found: HeadSearch, triggers: Sequence[str]) -> int:
     """The alternatives every match of which holds one of ``triggers``: each of
     their heads, or each of their wants, holds one. Where one of them matches,
     the text holds a trigger: no need to look."""
@@ -331,11 +341,11 @@ class Finder:
     passes: tuple[tuple[re.Pattern[str], Mapping[str, tuple[Head, ...]], bool], ...]
     guard: re.Pattern[str] | None  # text on which lowering does not mirror IGNORECASE
     digits: bool  # some head holds a digit that ``\\d`` stood for
-    searches: Mapping[int, Search]  # by slot
+    searches: Mapping[int, HeadSearch]  # by slot
     always: frozenset[int]  # slots whose search runs whatever heads are found
 
 
-def finder(searches: Mapping[int, Search]) -> Finder:
+def finder(searches: Mapping[int, HeadSearch]) -> Finder:
     """A finder for these searches, by slot."""
     word: dict[str, dict[int, int]] = {}  # head -> slot -> mask of alternatives
     anywhere: dict[str, dict[int, int]] = {}
@@ -439,7 +449,7 @@ def find(found: Finder, text: str, lowered: str) -> dict[int, list[Head]] | None
     return out
 
 
-def _viable(found: Search, lowered: str, mask: int) -> int:
+def _viable(found: HeadSearch, lowered: str, mask: int) -> int:
     """The alternatives in ``mask`` whose wants the text meets: the others match
     nowhere in it."""
     viable = 0

@@ -60,7 +60,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidInput
-from .heads import DIGITS, Finder, Head, Search, analyse, find, finder, proven
+from .heads import DIGITS, Finder, Head, HeadSearch, analyse, find, finder, proven
 
 __all__ = ["CATEGORIES", "Entry", "RuleSet", "load_rules", "scan"]
 
@@ -96,7 +96,7 @@ class Entry:
 
 @dataclass(frozen=True, slots=True)
 class _Category:
-    search: Search
+    search: HeadSearch
     unless: Mapping[str, re.Pattern[str]]  # group name -> veto on the sentence
     triggers: tuple[str, ...]  # one must occur in the lower-cased text; () for any text
     proven: int = 0  # the alternatives whose every match holds a trigger
@@ -104,7 +104,7 @@ class _Category:
 
 @dataclass(frozen=True, slots=True)
 class _Pack:
-    veto: Search | None
+    veto: HeadSearch | None
     categories: Mapping[str, _Category]
 
 
@@ -248,7 +248,7 @@ def _finder(rules: RuleSet, codes: tuple[str, ...]) -> Finder:
     index, then category or vetoes); made once per rule set and languages."""
     found = rules.finders.get(codes)
     if found is None:
-        searches: dict[int, Search] = {}
+        searches: dict[int, HeadSearch] = {}
         for index, code in enumerate(codes):
             pack = rules.packs[code]
             for category, compiled in pack.categories.items():
@@ -367,7 +367,7 @@ def _mask(heads: list[Head], index: int) -> int:
     return mask
 
 
-def _vetoed(veto: Search | None, message: _Message, span: tuple[int, int], slot: int) -> bool:
+def _vetoed(veto: HeadSearch | None, message: _Message, span: tuple[int, int], slot: int) -> bool:
     """Whether the pack's vetoes match the sentence ``span``."""
     if veto is None:
         return False

@@ -39,7 +39,8 @@ from .base import (
     workspace_options,
 )
 from .layers import core_group, notes_group, semantic_group, session_group, working_group
-from .search import bench, context, mcp, reindex, search
+from .search import context, reindex, search
+from .serve import bench, mcp
 
 __all__ = ["cli", "main"]
 

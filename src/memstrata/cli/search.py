@@ -1,11 +1,8 @@
-"""``memstrata search`` and ``memstrata reindex`` (issue 5)."""
+"""``memstrata search``, ``reindex`` and ``context``: retrieval and the prompt context."""
 
 from __future__ import annotations
 
-import json
-import os
 from datetime import UTC, datetime
-from pathlib import Path
 
 import click
 from rich.progress import (
@@ -19,11 +16,10 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
-from ..config import settings_from_env
 from ..memory.search import LAYERS
 from .base import console, json_option, open_memory, print_json, workspace_options
 
-__all__ = ["bench", "context", "mcp", "reindex", "search"]
+__all__ = ["context", "reindex", "search"]
 
 
 def _date(value: str | None, name: str) -> datetime | None:
@@ -127,63 +123,6 @@ def reindex(workspace: str | None, group: str | None, full: bool, as_json: bool)
     )
 
 
-@click.group(name="bench")
-def bench() -> None:
-    """Benchmarks anyone can rerun (JSON on stdout, --json to keep it)."""
-
-
-@bench.command(name="locomo")
-@click.option("--data", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True)
-@click.option("--json", "out", type=click.Path(dir_okay=False, path_type=Path), default=None)
-@click.option("--limit-questions", type=click.IntRange(min=1), default=None)
-@click.option(
-    "--embedder", type=click.Choice(["minilm", "hash", "none"]), default="minilm", show_default=True
-)
-def bench_locomo(data: Path, out: Path | None, limit_questions: int | None, embedder: str) -> None:
-    """Recall@k of memstrata's search on LoCoMo (a fresh workspace per conversation)."""
-    from ..benchmarks import locomo
-    from ..benchmarks.retrievers import memstrata_retriever
-
-    conversations = locomo.load(data)
-    if limit_questions is not None:
-        conversations = locomo.limit_questions(conversations, limit_questions)
-    report = locomo.evaluate(
-        conversations, lambda conversation: memstrata_retriever(conversation, embedder=embedder)
-    ).as_json()
-    report["embedder"] = embedder
-    _emit(report, out)
-
-
-@bench.command(name="search")
-@click.option("--items", type=click.IntRange(min=1), default=10_000, show_default=True)
-@click.option("--queries", type=click.IntRange(min=1), default=200, show_default=True)
-@click.option("--json", "out", type=click.Path(dir_okay=False, path_type=Path), default=None)
-@click.option(
-    "--embedder", type=click.Choice(["minilm", "hash", "none"]), default="minilm", show_default=True
-)
-@click.option(
-    "--keep",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="Build the workspace here and keep it (a rerun reuses it).",
-)
-def bench_search(
-    items: int, queries: int, out: Path | None, embedder: str, keep: Path | None
-) -> None:
-    """Hybrid search latency over N realistic chunks, the query embedding included."""
-    from ..benchmarks.search_bench import run
-
-    report = run(items, queries=queries, embedder=embedder, workspace=keep)
-    _emit(report, out)
-
-
-def _emit(report: dict[str, object], out: Path | None) -> None:
-    text = json.dumps(report, indent=2)
-    click.echo(text)
-    if out is not None:
-        out.write_text(text + "\n", encoding="utf-8")
-
-
 @click.command()
 @workspace_options
 @click.argument("prompt")
@@ -208,75 +147,3 @@ def context(
     console.print(
         Text(f"\n[{built.tokens} of {budget} tokens ({built.counter})]", "dim"), highlight=False
     )
-
-
-@click.command()
-@workspace_options
-@click.option("--http", is_flag=True, help="Serve streamable HTTP instead of stdio.")
-@click.option(
-    "--host",
-    default="127.0.0.1",
-    show_default=True,
-    help="With --http: the address to bind; 0.0.0.0 or :: for every address "
-    "(beyond loopback needs --token).",
-)
-@click.option(
-    "--port",
-    type=click.IntRange(1, 65535),
-    default=8765,
-    show_default=True,
-    help="With --http: the port to listen on.",
-)
-@click.option(
-    "--token",
-    envvar="MEMSTRATA_MCP_TOKEN",
-    show_envvar=True,
-    default=None,
-    help="Bearer token clients must send (needed to bind beyond loopback); "
-    "surrounding whitespace is dropped, an empty one refused.",
-)
-@click.option(
-    "--allowed-host",
-    "allowed_hosts",
-    multiple=True,
-    envvar="MEMSTRATA_MCP_ALLOWED_HOSTS",
-    show_envvar=True,
-    metavar="HOST[:PORT]",
-    help="With --http: one more name clients may address the server by (the Host header), "
-    "e.g. a DNS name or a proxy's; repeatable. Bound beyond loopback, the bound address, "
-    "this machine's hostname and (on 0.0.0.0 or ::) its addresses are allowed already.",
-)
-@click.option(
-    "--main-group",
-    envvar="MEMSTRATA_MAIN_GROUP",
-    default="main",
-    show_default=True,
-    help="With --group: the group that may name any other group.",
-)
-def mcp(
-    workspace: str | None,
-    group: str | None,
-    http: bool,
-    host: str,
-    port: int,
-    token: str | None,
-    allowed_hosts: tuple[str, ...],
-    main_group: str,
-) -> None:
-    """Serve the memory tools over MCP (stdio; --http for streamable HTTP).
-
-    With --group, the server acts for that group: its own memory, global
-    memory to read, and no other group unless it is the main group."""
-    from ..mcp_server import serve
-
-    with open_memory(workspace, group) as memory:
-        serve(
-            memory,
-            http=http,
-            host=host,
-            port=port,
-            token=token,
-            main_group=main_group,
-            extra_hosts=allowed_hosts,
-            settings=settings_from_env(os.environ),
-        )
