@@ -6,6 +6,8 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 import memstrata
 from memstrata import errors
 
@@ -216,3 +218,14 @@ def test_every_setting_is_a_typed_keyword_of_open() -> None:
         assert typed[name] == hint, name
     kwargs = inspect.signature(memstrata.Memory.open).parameters["fields"]
     assert "SettingsFields" in str(kwargs.annotation)
+
+
+def test_a_url_is_never_taken_for_a_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from memstrata import BackendUnavailable, InvalidInput
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(BackendUnavailable, match="PostgreSQL backend"):
+        memstrata.Memory.open("postgresql://user@db.example/memory", group="team-a")
+    with pytest.raises(InvalidInput, match="https:// URL, not a folder"):
+        memstrata.Memory.open("https://example.com/ws")
+    assert list(tmp_path.iterdir()) == []  # no folder named "postgresql:" or "https:"

@@ -11,13 +11,14 @@ puts the two together, the environment over the file.
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, TypedDict
 
-from .errors import InvalidInput
+from .errors import BackendUnavailable, InvalidInput
 
 __all__ = [
     "CONFIG_FILE",
@@ -26,6 +27,7 @@ __all__ = [
     "Settings",
     "SettingsFields",
     "load_settings",
+    "local_folder",
     "resolve_root",
     "settings_from_env",
     "workspace_settings",
@@ -124,14 +126,36 @@ class SettingsFields(TypedDict, total=False):
     embed_tokenizer: str | None
 
 
+_URL = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://")
+_POSTGRES = frozenset({"postgres", "postgresql"})
+
+
+def local_folder(location: str | os.PathLike[str]) -> Path:
+    """``location`` as the folder of a workspace on this machine; a URL is
+    refused in one line (it would otherwise become a folder named like
+    ``postgresql:``): ``BackendUnavailable`` for a PostgreSQL URL, whose
+    backend is not served by this version yet, ``InvalidInput`` for others."""
+    text = os.fspath(location)
+    found = _URL.match(text)
+    if found is None:
+        return Path(text).expanduser()
+    scheme = found.group("scheme").lower()
+    if scheme in _POSTGRES:
+        raise BackendUnavailable(
+            f"{scheme}:// workspaces are not served by this version of memstrata yet "
+            "(the PostgreSQL backend is issue 15); give a folder"
+        )
+    raise InvalidInput(f"{text!r} is a {scheme}:// URL, not a folder for a workspace")
+
+
 def resolve_root(workspace: str | os.PathLike[str] | None, env: Mapping[str, str]) -> Path:
     """``--workspace`` if given, else ``$MEMSTRATA_HOME`` (in ``env``, the
     entry point's environment), else ``~/.memstrata/workspace``."""
     if workspace is not None and str(workspace):
-        return Path(workspace).expanduser()
+        return local_folder(workspace)
     home = env.get(ENV_HOME)
     if home:
-        return Path(home).expanduser()
+        return local_folder(home)
     return DEFAULT_HOME.expanduser()
 
 

@@ -26,12 +26,11 @@ from __future__ import annotations
 
 import builtins
 import os
-from pathlib import Path
 from types import TracebackType
 from typing import Unpack
 
 from ..capture.scan import load_rules
-from ..config import Settings, SettingsFields
+from ..config import Settings, SettingsFields, local_folder
 from ..context.tokens import EstimateCounter, TokenCounter
 from ..context.window import ContextWindow, Message, WindowSettings
 from ..errors import InvalidInput, NotFound
@@ -117,7 +116,7 @@ class Memory:
         if settings is not None and fields:
             raise InvalidInput("give settings= or its fields as keywords, not both")
         chosen = settings if settings is not None else Settings.from_mapping(dict(fields))
-        workspace = Workspace.locate(Path(path).expanduser(), group)
+        workspace = Workspace.locate(local_folder(path), group)
         if read_only is None:
             read_only = workspace.exists() and not os.access(workspace.system, os.W_OK)
         if create and not read_only:
