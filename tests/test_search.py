@@ -6,11 +6,14 @@ from __future__ import annotations
 import logging
 import os
 import sqlite3
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from fakes import InMemoryIndex
 from memstrata import InvalidInput, Memory
 from memstrata.index.chunks import chunk_file, layer_of
 from memstrata.index.dates import dates_in
@@ -26,9 +29,22 @@ def cites(memory: Memory, query: str, **kwargs: object) -> list[str]:
     return [hit.citation for hit in memory.search(query, **kwargs)]  # type: ignore[arg-type]
 
 
+# The behaviour of search through Memory, on each index backend: the SQLite
+# file and the in-memory fake of the Index Protocol (tests/fakes.py).
+BACKENDS = {"sqlite": None, "in-memory": lambda _engine: InMemoryIndex()}
+
+
+@pytest.fixture(params=list(BACKENDS))
+def open_on(request: pytest.FixtureRequest) -> Callable[..., Memory]:
+    def opener(ws: Path, **settings: Any) -> Memory:
+        return Memory.open(ws, open_index=BACKENDS[request.param], **settings)
+
+    return opener
+
+
 @pytest.fixture
-def searchable(ws: Path) -> Memory:
-    memory = Memory.open(ws, **HASH)
+def searchable(ws: Path, open_on: Callable[..., Memory]) -> Memory:
+    memory = open_on(ws, **HASH)
     memory.remember("The staging database listens on port 5433", category="fact")
     memory.remember("I prefer dark mode in every editor", category="preference")
     memory.record_turn("tg:1", user="We moved the billing service to Go", assistant="Noted.")
@@ -101,17 +117,19 @@ def test_every_layer_is_found_with_its_citation(searchable: Memory) -> None:
         ("我喜欢喝绿茶", "绿茶"),
     ],
 )
-def test_text_beyond_english_is_found(ws: Path, said: str, query: str) -> None:
-    with Memory.open(ws, **HASH) as memory:
+def test_text_beyond_english_is_found(
+    ws: Path, open_on: Callable[..., Memory], said: str, query: str
+) -> None:
+    with open_on(ws, **HASH) as memory:
         memory.remember(said)
         memory.remember("Something else entirely about deployments")
         assert memory.search(query, k=1)[0].text == said
 
 
-def test_filters_by_layer_session_source_and_time(ws: Path) -> None:
+def test_filters_by_layer_session_source_and_time(ws: Path, open_on: Callable[..., Memory]) -> None:
     early = datetime(2026, 1, 5, tzinfo=UTC)
     late = datetime(2026, 3, 5, tzinfo=UTC)
-    with Memory.open(ws, **HASH) as memory:
+    with open_on(ws, **HASH) as memory:
         memory.record_turn("a", user="deploy the parser", assistant="done", at=early)
         memory.record_turn("b", user="deploy the parser again", assistant="done", at=late)
         memory.remember("deploy the parser with care", source="agent")
@@ -128,8 +146,10 @@ def test_filters_by_layer_session_source_and_time(ws: Path) -> None:
         assert {hit.session for hit in winter} == {"a"}
 
 
-def test_a_superseded_fact_is_not_found_unless_asked(ws: Path) -> None:
-    with Memory.open(ws, **HASH) as memory:
+def test_a_superseded_fact_is_not_found_unless_asked(
+    ws: Path, open_on: Callable[..., Memory]
+) -> None:
+    with open_on(ws, **HASH) as memory:
         old = memory.remember("My name is Sarvar")
         memory.supersede(old.id, "My name is Sardor")
         assert [h.text for h in memory.search("name", layers=["long_term"])] == [
@@ -159,8 +179,10 @@ def test_bad_search_input_is_refused(
 # -- incremental, rebuilt, and edited by hand -------------------------------------------
 
 
-def test_new_writes_are_found_at_once_and_appends_only_add_chunks(ws: Path) -> None:
-    with Memory.open(ws, **HASH) as memory:
+def test_new_writes_are_found_at_once_and_appends_only_add_chunks(
+    ws: Path, open_on: Callable[..., Memory]
+) -> None:
+    with open_on(ws, **HASH) as memory:
         memory.record_turn("s", user="first message about kites", assistant="ok")
         assert cites(memory, "kites", layers=["transcripts"])
         before = dict(memory._search._searcher().index.chunks)  # noqa: SLF001 - the index's own state
@@ -349,12 +371,14 @@ def test_the_vector_matrix_follows_adds_and_removals_like_a_rebuild(tmp_path: Pa
     index.close()
 
 
-def test_gate_takes_the_prompt_tail_and_keeps_to_the_budget(ws: Path) -> None:
+def test_gate_takes_the_prompt_tail_and_keeps_to_the_budget(
+    ws: Path, open_on: Callable[..., Memory]
+) -> None:
     from memstrata.memory.search import prompt_tail
 
     noisy = "User: hello\n[10:31] Assistant: hi there\n**User:** which port does staging use?\n---"
     assert prompt_tail(noisy) == "hello hi there which port does staging use?"
-    with Memory.open(ws, embedder="none") as memory:
+    with open_on(ws, embedder="none") as memory:
         memory.remember("The staging database listens on port 5433")
         memory.remember("The production database listens on port 5432 " + "x" * 400)
         chosen = memory.gate(noisy, budget_tokens=20)
@@ -364,8 +388,10 @@ def test_gate_takes_the_prompt_tail_and_keeps_to_the_budget(ws: Path) -> None:
             memory.gate(noisy, budget_tokens="20")  # type: ignore[arg-type]
 
 
-def test_the_answer_type_of_a_question_raises_chunks_that_can_answer_it(ws: Path) -> None:
-    with Memory.open(ws, embedder="none") as memory:
+def test_the_answer_type_of_a_question_raises_chunks_that_can_answer_it(
+    ws: Path, open_on: Callable[..., Memory]
+) -> None:
+    with open_on(ws, embedder="none") as memory:
         memory.remember("Aziz went to the pottery class with friends")
         memory.remember("Aziz went to the pottery class last Saturday")
         [first] = memory.search("When did Aziz go to the pottery class?", k=1)

@@ -44,7 +44,7 @@ from .engine import Engine
 from .events import WriteHook
 from .facts import Facts
 from .layers import Core, Notes, Semantic, Working, migrate_at_open
-from .search import Searcher
+from .search import IndexOpener, Searcher
 from .sessions import Sessions
 
 __all__ = ["Memory"]
@@ -53,11 +53,11 @@ __all__ = ["Memory"]
 class Memory:
     """Layered, durable memory of one workspace (use ``Memory.open``)."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, *, open_index: IndexOpener | None = None) -> None:
         self.engine = engine
         self._facts = Facts(engine)
         self._observer = Observer(engine)
-        self._search = Searcher(engine)
+        self._search = Searcher(engine, open_index)
         self._prompts = PromptBuilder(engine)
         self.sessions = Sessions(engine)
         self.documents = Documents(engine)
@@ -102,6 +102,7 @@ class Memory:
         create: bool = True,
         read_only: bool | None = None,
         settings: Settings | None = None,
+        open_index: IndexOpener | None = None,
         **fields: Unpack[SettingsFields],
     ) -> Memory:
         """Open the workspace at ``path`` (``group``: ``path/groups/<group>``).
@@ -111,7 +112,8 @@ class Memory:
         tune it. Capture rule packs in the workspace's ``rules/`` folder are
         added to the built-in ones. ``read_only`` opens it for reads only (by
         default: when it cannot be written, e.g. on a read-only mount); writes
-        then fail with one line.
+        then fail with one line. ``open_index`` opens the search index from the
+        engine (any ``index.protocol.Index``; default: the workspace's SQLite file).
         """
         if settings is not None and fields:
             raise InvalidInput("give settings= or its fields as keywords, not both")
@@ -125,7 +127,7 @@ class Memory:
             workspace.require()
         rules = load_rules(workspace.rules) if workspace.rules.is_dir() else None
         engine = Engine(workspace, chosen, rules, read_only=read_only)
-        memory = cls(engine)
+        memory = cls(engine, open_index=open_index)
         try:
             if read_only:
                 with storage_errors(f"read the workspace at {workspace.path}"):

@@ -49,6 +49,7 @@ from ..index.chunks import Chunk, chunk_file, fact_chunks, layer_of, memory_md_l
 from ..index.chunks import searchable_files as list_searchable
 from ..index.hybrid import Filters, Hit, Vectors, Weights, hybrid
 from ..index.lexical import Lexical
+from ..index.protocol import Index as IndexProtocol
 from ..index.sqlite import FileState, Index, IndexCorrupt, Stale
 from ..model import Item, WriteEvent, now, valid_text
 from ..storage.layers import SEARCHABLE
@@ -59,7 +60,7 @@ if TYPE_CHECKING:
 
     from ..embed import Embedder
 
-__all__ = ["IndexReport", "Searcher"]
+__all__ = ["IndexOpener", "IndexReport", "Searcher"]
 
 log = logging.getLogger("memstrata")
 
@@ -108,8 +109,11 @@ class Searcher:
     """Hybrid search over every searchable file of the workspace (a part of
     ``Memory``: it holds the engine and hears of every write through it)."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, open_index: IndexOpener | None = None) -> None:
         self.engine = engine
+        # The backend: by default the workspace's SQLite file; any ``Index``
+        # (``index.protocol``) will do, e.g. a test's in-memory one.
+        self._open_index = open_index or _open_sqlite
         self._search_state: _SearchState | None = None
         engine.events.subscribe(self._mark_dirty)
         engine.events.on_close(closed=self.close)
@@ -196,11 +200,12 @@ class Searcher:
         with state.lock:
             self._embedder(state)  # so that the status tells whether it loads
             stale = sum(1 for _ in self._changed_files(state))
+            status = state.index.status()
             return {
-                "path": str(state.index.path),
-                "bytes": state.index.size_bytes(),
-                "chunks": len(state.index.chunks),
-                "vectors": len(state.index.vectors),
+                "path": status.location,
+                "bytes": status.bytes,
+                "chunks": status.chunks,
+                "vectors": status.vectors,
                 "embedder": state.embedder_name,
                 "stale_files": stale,
             }
@@ -245,12 +250,7 @@ class Searcher:
 
     def _searcher(self) -> _SearchState:
         if self._search_state is None:
-            index = Index(
-                self.engine.workspace.system / "index.sqlite", read_only=self.engine.read_only
-            )
-            self._search_state = _SearchState(index)
-            if index.rebuilt:
-                log.info("memstrata: building the search index of %s", self.engine.workspace.path)
+            self._search_state = _SearchState(self._open_index(self.engine))
         return self._search_state
 
     def _sync(self, state: _SearchState, progress: Progress | None = None) -> IndexReport:
@@ -496,10 +496,21 @@ class Searcher:
         return embed
 
 
+IndexOpener = Callable[[Engine], IndexProtocol]
+
+
+def _open_sqlite(engine: Engine) -> IndexProtocol:
+    """The workspace's own index file (``.memstrata/index.sqlite``)."""
+    index = Index(engine.workspace.system / "index.sqlite", read_only=engine.read_only)
+    if index.rebuilt:
+        log.info("memstrata: building the search index of %s", engine.workspace.path)
+    return index
+
+
 class _SearchState:
     """The open index of one ``Memory`` and what its syncs remember."""
 
-    def __init__(self, index: Index) -> None:
+    def __init__(self, index: IndexProtocol) -> None:
         self.index = index
         self.lock = threading.RLock()
         self.dirty_lock = threading.Lock()
