@@ -11,10 +11,12 @@ row-level security that keeps tenants apart.
   with ``Corrupt``.
 * **Every table that holds a tenant's data** carries ``tenant text not null``
   and has row-level security ENABLED and FORCED (the owner is bound too) with
-  one policy, ``tenant = current_setting('memstrata.tenant', true)``, for
-  reads (``USING``) and writes (``WITH CHECK``): without the setting no row
-  is seen and none can be written. ``memstrata_migrations`` holds no tenant
-  data (migration names only) and is the one table without a policy.
+  one policy, ``tenant = nullif(current_setting('memstrata.tenant', true),
+  '')``, for reads (``USING``) and writes (``WITH CHECK``): without the
+  setting (NULL, or '' on a connection that set it once) no row is seen and
+  none can be written; a ``CHECK`` keeps ``''`` out of every tenant column.
+  ``memstrata_migrations`` holds no tenant data (migration names only) and is
+  the one table without a policy.
 * **pgvector** (``CREATE EXTENSION vector``) needs a superuser on a server
   where it is not trusted: the administrator creates it once per database
   (``IF NOT EXISTS`` then does nothing for the app's role).
@@ -55,7 +57,9 @@ TENANT_TABLES = (
     "memstrata_changes",
     "memstrata_index_state",
 )
-_TENANT = "current_setting('memstrata.tenant', true)"
+# An unset setting reads as NULL in a session that never set it, and as '' in
+# one that did (a pooled connection): both must match no row.
+_TENANT = "nullif(current_setting('memstrata.tenant', true), '')"
 
 
 def _isolated(*tables: str) -> str:
@@ -73,7 +77,7 @@ def _isolated(*tables: str) -> str:
 
 _FACTS = """
 CREATE TABLE memstrata_facts (
-    tenant text NOT NULL,
+    tenant text NOT NULL CHECK (tenant <> ''),
     id text NOT NULL,
     seq bigint GENERATED ALWAYS AS IDENTITY,  -- the order first put
     item jsonb NOT NULL,                       -- Item.to_dict()
@@ -83,21 +87,21 @@ CREATE TABLE memstrata_facts (
 CREATE INDEX memstrata_facts_order ON memstrata_facts (tenant, seq);
 CREATE INDEX memstrata_facts_key ON memstrata_facts (tenant, key) WHERE key IS NOT NULL;
 CREATE TABLE memstrata_forgotten (
-    tenant text NOT NULL,
+    tenant text NOT NULL CHECK (tenant <> ''),
     id text NOT NULL,
     entry jsonb NOT NULL,                      -- Forgotten.to_dict()
     at timestamptz NOT NULL,
     PRIMARY KEY (tenant, id)
 );
 CREATE TABLE memstrata_fact_state (
-    tenant text PRIMARY KEY,
+    tenant text PRIMARY KEY CHECK (tenant <> ''),
     lsn bigint NOT NULL DEFAULT 0
 );
 """
 
 _INDEX = f"""
 CREATE TABLE memstrata_files (
-    tenant text NOT NULL,
+    tenant text NOT NULL CHECK (tenant <> ''),
     path text NOT NULL,
     size bigint NOT NULL,
     mtime_ns bigint NOT NULL,
@@ -107,7 +111,7 @@ CREATE TABLE memstrata_files (
 );
 CREATE TABLE memstrata_chunks (
     id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    tenant text NOT NULL,
+    tenant text NOT NULL CHECK (tenant <> ''),
     path text NOT NULL,
     layer text NOT NULL,
     line_start integer NOT NULL,
@@ -126,7 +130,7 @@ CREATE INDEX memstrata_chunks_ref ON memstrata_chunks (tenant, ref);
 CREATE INDEX memstrata_chunks_tsv ON memstrata_chunks USING gin (tsv);
 CREATE TABLE memstrata_vectors (
     chunk_id bigint PRIMARY KEY REFERENCES memstrata_chunks (id) ON DELETE CASCADE,
-    tenant text NOT NULL,
+    tenant text NOT NULL CHECK (tenant <> ''),
     model text NOT NULL,
     vec bytea NOT NULL,                        -- float32 bytes, exactly as stored
     embedding vector({VECTOR_DIM})                 -- the same, when it has {VECTOR_DIM} dimensions
@@ -135,13 +139,13 @@ CREATE INDEX memstrata_vectors_hnsw ON memstrata_vectors
     USING hnsw (embedding vector_cosine_ops);
 CREATE TABLE memstrata_changes (
     seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    tenant text NOT NULL,
+    tenant text NOT NULL CHECK (tenant <> ''),
     chunk_id bigint,
     path text
 );
 CREATE INDEX memstrata_changes_tenant ON memstrata_changes (tenant, seq);
 CREATE TABLE memstrata_index_state (
-    tenant text PRIMARY KEY,
+    tenant text PRIMARY KEY CHECK (tenant <> ''),
     floor bigint NOT NULL DEFAULT 0
 );
 
