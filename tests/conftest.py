@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
+import postgres_server
 from memstrata import Memory
 from memstrata.storage.workspace import Workspace
 from workspaces import fresh
@@ -48,3 +49,17 @@ def memory(ws: Path) -> Iterator[Memory]:
 def workspace(ws: Path) -> Workspace:
     """A created workspace (layout in place), for the modules below ``Memory``."""
     return fresh(ws)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _postgres_server() -> Iterator[None]:
+    """The one embedded PostgreSQL of the session: started on first use
+    (``postgres_server``), stopped here at the end."""
+    yield
+    postgres_server.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> str:
+    """The app role's URL on the session's PostgreSQL (skips when there is none)."""
+    return postgres_server.app_url()

@@ -18,7 +18,8 @@ RANKS: list[tuple[str, set[str]]] = [
     ("values", {"errors", "model", "config"}),
     ("leaves", {"storage", "capture", "embed"}),  # capture is pure: text in, entries out
     ("stores", {"stores"}),
-    ("services", {"index", "context", "migrations"}),
+    # postgres: the Index and FactStore backends on PostgreSQL (imports index, stores, storage)
+    ("services", {"index", "context", "migrations", "postgres"}),
     ("facade", {"memory"}),
     ("entry points", {"cli", "tools", "mcp_server", "doctor", "demo", "benchmarks", "__main__"}),
 ]

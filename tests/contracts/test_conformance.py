@@ -14,6 +14,8 @@ import pytest
 from fakes import InMemoryFactStore, InMemoryIndex
 from memstrata.index.protocol import Index
 from memstrata.index.sqlite import Index as SqliteIndex
+from memstrata.postgres.facts import PostgresFactStore
+from memstrata.postgres.index import PostgresIndex
 from memstrata.stores.longterm import LongTermStore
 from memstrata.stores.protocol import FactStore
 
@@ -34,6 +36,16 @@ def test_each_fact_store_is_a_fact_store() -> None:
     embedded: FactStore = LongTermStore()
     fake: FactStore = InMemoryFactStore()
     assert isinstance(embedded, FactStore) and isinstance(fake, FactStore)
+
+
+def test_each_postgres_backend_is_its_protocol(postgres_url: str) -> None:
+    index: Index = PostgresIndex(postgres_url, "conformance")
+    store: FactStore = PostgresFactStore(postgres_url, "conformance")
+    try:
+        assert isinstance(index, Index) and isinstance(store, FactStore)
+    finally:
+        index.close()
+        store.close()  # type: ignore[attr-defined]
 
 
 def test_what_is_no_backend_is_not_one() -> None:

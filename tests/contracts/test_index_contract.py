@@ -4,6 +4,7 @@ share one index, to ``SHARED``)."""
 
 from __future__ import annotations
 
+import hashlib
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import postgres_server
 from fakes import InMemoryIndex
 from memstrata.embed import HashEmbedder
 from memstrata.errors import MemstrataError
@@ -21,14 +23,35 @@ from memstrata.index.hybrid import Filters, Hit, Vectors, Weights, hybrid
 from memstrata.index.lexical import Lexical
 from memstrata.index.protocol import FileState, Index, IndexStatus
 from memstrata.index.sqlite import Index as SqliteIndex
+from memstrata.postgres.index import PostgresIndex
 
 Factory = Callable[[Path], Index]
+
+
+def postgres(folder: Path) -> Index:
+    """The index of the folder's own tenant on the session's PostgreSQL (a skip
+    without one): handles made for one folder share it, as SQLite's share a file."""
+    tenant = "t-" + hashlib.sha256(str(folder).encode()).hexdigest()[:16]
+    return PostgresIndex(postgres_server.app_url(), tenant)
+
+
 BACKENDS: dict[str, Factory] = {
     "sqlite": lambda folder: SqliteIndex(folder / "index.sqlite"),
     "memory": lambda folder: InMemoryIndex(),
+    "postgres": postgres,
 }
 # Backends several handles (processes, clients) can share: a second handle on the same index.
-SHARED: dict[str, Factory] = {"sqlite": BACKENDS["sqlite"]}
+SHARED: dict[str, Factory] = {"sqlite": BACKENDS["sqlite"], "postgres": postgres}
+
+
+def usable() -> dict[str, Factory]:
+    """The backends that can run here (PostgreSQL only when its server started)."""
+    return {
+        name: make
+        for name, make in sorted(BACKENDS.items())
+        if name != "postgres" or postgres_server.available()
+    }
+
 
 VEC = b"\x00\x00\x80\x3f" * 4
 OTHER_VEC = VEC[::-1]
@@ -340,7 +363,7 @@ def test_a_search_follows_writes_made_after_it_started(index: Index) -> None:
 
 def test_every_backend_answers_a_search_alike(tmp_path: Path) -> None:
     found = {}
-    for name, factory in sorted(BACKENDS.items()):
+    for name, factory in usable().items():
         folder = tmp_path / name
         folder.mkdir()
         index = factory(folder)
@@ -412,7 +435,7 @@ def test_a_random_sequence_leaves_every_backend_alike(
 ) -> None:
     with tempfile.TemporaryDirectory() as folder:
         indexes = {}
-        for name, factory in sorted(BACKENDS.items()):
+        for name, factory in usable().items():
             (Path(folder) / name).mkdir()
             indexes[name] = factory(Path(folder) / name)
         followers = {name: (Follower(), Follower()) for name in indexes}

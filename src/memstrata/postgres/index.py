@@ -1,0 +1,423 @@
+"""``PostgresIndex``: one tenant's search index in PostgreSQL, an
+``index.protocol.Index``, with the RAM mirror search reads (``index.mirror``).
+
+Tables (``schema``, each under the tenant policy): ``memstrata_files`` (what
+each file was when indexed), ``memstrata_chunks`` (with a ``tsvector``, GIN),
+``memstrata_vectors`` (the float32 bytes exactly as given, and a
+``vector(384)`` with an HNSW cosine index when the vector has 384
+dimensions), ``memstrata_changes`` (the change log its triggers write) and
+``memstrata_index_state`` (the log's floor).
+
+* **Derived.** Everything here is rebuilt from the workspace's files;
+  ``drop`` empties the tenant's rows on purpose. Reads of every table go
+  through row-level security only (no ``WHERE tenant``): what the mirror
+  holds is what the policy lets this tenant see.
+* **One transaction per write** (``_transaction``), nested ones joining the
+  outer one: it takes the tenant's advisory lock (writers of one tenant are
+  serialized, so the change log's ``seq`` order is its commit order), takes
+  in what other writers committed, then writes; on any exception
+  (``KeyboardInterrupt`` too) PostgreSQL rolls back and what the mirror
+  changed in it is read back from the database (``_abort``): the mirror and
+  the handle are usable after any failure.
+* **Several writers** (processes, machines): the mirror follows the tenant's
+  change log at the start of every transaction and at ``refresh`` (one
+  snapshot, REPEATABLE READ). ``set_vectors`` stores only vectors of chunks
+  that still hold what the caller read; ``replace(append=True)`` raises
+  ``Stale`` when another writer indexed that file meanwhile. A reader whose
+  place in the log is below the floor (pruned, or emptied by ``drop``) loads
+  everything again (``resets`` grows).
+* **Errors.** No driver exception leaves it: ``connect.errors`` maps them.
+* Reads of the RAM mirror take no lock; writers hold ``PostgresIndex.lock``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from ..index.chunks import Chunk
+from ..index.mirror import FileState, Mirror
+from ..index.protocol import IndexStatus, Stale
+from ..index.schema import CHUNK_COLUMNS, row_chunk
+from .connect import Database, check_tenant
+from .schema import VECTOR_DIM
+
+if TYPE_CHECKING:
+    from .connect import Connection
+
+__all__ = ["PostgresIndex"]
+
+# Entries of a tenant's change log kept; a reader further behind loads everything again.
+KEEP_CHANGES = 50_000
+_COLUMNS = CHUNK_COLUMNS.encode()
+_INSERT = (
+    "INSERT INTO memstrata_chunks (tenant, path, layer, line_start, line_end, text, title, "
+    "session, created_at, source, ref, live) "
+    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id"
+)
+
+
+@dataclass(slots=True)
+class _Followed:
+    """What taking in other writers' changes touched (``everything``: all loaded again)."""
+
+    ids: set[int] = field(default_factory=set)
+    paths: set[str] = field(default_factory=set)
+    everything: bool = False
+
+    def touches(self, path: str) -> bool:
+        return self.everything or path in self.paths
+
+
+class PostgresIndex(Mirror):
+    """The index of ``tenant`` on the database at ``url`` (a URL, or an open
+    ``Database`` the caller keeps), and its RAM mirror."""
+
+    def __init__(self, url: str | Database, tenant: str) -> None:
+        super().__init__()
+        self.tenant = check_tenant(tenant)
+        self.lock = threading.RLock()
+        self._owned = isinstance(url, str)
+        self._db = Database.shared(url) if isinstance(url, str) else url
+        self._conn: Connection | None = None  # the open transaction's
+        self._seen = 0  # seq of the last change of the tenant the mirror holds
+        self._depth = 0
+        self._writes = 0  # write transactions since the log was last pruned
+        self._stale = True  # load everything at the first transaction
+        try:
+            self.refresh()
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        """Let go of the shared pool (when this index opened it)."""
+        with self.lock:
+            if self._owned:
+                self._owned = False
+                self._db.release()
+
+    # -- transactions --------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Writes inside commit together or not at all, and no other writer of
+        this tenant writes in between."""
+        with self._transaction("write the search index"):
+            yield
+
+    def refresh(self) -> None:
+        """Take in what other writers committed since this handle looked."""
+        with self._transaction("read the search index", write=False):
+            pass
+
+    @contextlib.contextmanager
+    def _transaction(self, doing: str, *, write: bool = True) -> Iterator[_Followed]:
+        """One transaction (see the module); a nested one joins the outer one.
+        Yields what following other writers touched."""
+        with self.lock:
+            if self._depth:
+                yield _Followed()
+                return
+            self._depth = 1
+            self._touched, self._touched_paths, self._cleared = set(), set(), False
+            try:
+                with self._db.transaction(self.tenant, doing, snapshot=not write) as conn:
+                    self._conn = conn
+                    if write:
+                        conn.execute(
+                            "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+                            (f"memstrata.index/{self.tenant}",),
+                        )
+                    followed = self._follow(conn)
+                    # what others committed stands: a rollback undoes only what follows
+                    self._touched, self._touched_paths, self._cleared = set(), set(), False
+                    yield followed
+                    top = _last_change(conn)
+                    if write:
+                        self._prune(conn, top)
+                self._seen = top
+            except BaseException:
+                self._conn = None
+                self._abort()
+                raise
+            finally:
+                self._conn = None
+                self._depth = 0
+
+    def _prune(self, conn: Connection, top: int) -> None:
+        """Now and then, cut the tenant's log to its last ``KEEP_CHANGES`` entries."""
+        self._writes += 1
+        if self._writes < KEEP_CHANGES // 50:
+            return
+        self._writes = 0
+        row = conn.execute(
+            "SELECT seq FROM memstrata_changes ORDER BY seq DESC OFFSET %s LIMIT 1",
+            (KEEP_CHANGES,),
+        ).fetchone()
+        if row is not None:
+            conn.execute("DELETE FROM memstrata_changes WHERE seq <= %s", (row[0],))
+            self._set_floor(conn, int(row[0]))
+
+    def _abort(self) -> None:
+        """After a rollback, read back from the database what the mirror changed
+        in the transaction. Never raises: when it cannot, the mirror is marked
+        stale and loaded again before its next use."""
+        self._stale = True
+        touched, paths, cleared = self._touched, self._touched_paths, self._cleared
+        with contextlib.suppress(Exception):
+            with self._db.transaction(self.tenant, "read the search index", snapshot=True) as conn:
+                if cleared:
+                    self._reload(conn)
+                else:
+                    self._resync(conn, touched, paths)
+            self._stale = False
+
+    def _follow(self, conn: Connection) -> _Followed:
+        """Take in the changes other writers committed since ``_seen``; all of
+        the tenant's index when the log no longer reaches back there."""
+        top = _last_change(conn)
+        if not self._stale and top == self._seen:
+            return _Followed()
+        row = conn.execute("SELECT floor FROM memstrata_index_state").fetchone()
+        floor = int(row[0]) if row else 0
+        if self._stale or floor > self._seen:
+            self._reload(conn)
+            return _Followed(everything=True)
+        followed = _Followed()
+        for chunk_id, path in conn.execute(
+            "SELECT chunk_id, path FROM memstrata_changes WHERE seq > %s", (self._seen,)
+        ):
+            if chunk_id is not None:
+                followed.ids.add(chunk_id)
+            if path is not None:
+                followed.paths.add(path)
+        followed.paths |= self._resync(conn, followed.ids, followed.paths)
+        self._seen = top
+        return followed
+
+    def _reload(self, conn: Connection) -> None:
+        self._clear_mirror()
+        self._seen = _last_change(conn)
+        for row in conn.execute(b"SELECT " + _COLUMNS + b" FROM memstrata_chunks ORDER BY id"):
+            self._mapped(row[0], row_chunk(row))
+        for path, size, mtime_ns, sha in conn.execute(
+            "SELECT path, size, mtime_ns, sha256 FROM memstrata_files"
+        ):
+            self.files[path] = FileState(size, mtime_ns, sha)
+        for chunk_id, model, vec in conn.execute(
+            "SELECT chunk_id, model, vec FROM memstrata_vectors ORDER BY chunk_id"
+        ):
+            self.vectors[chunk_id] = bytes(vec)
+            self.vector_log.append((1, chunk_id))
+            self.vector_model = model
+        self.unembedded = set(self.chunks) - set(self.vectors)
+        self._stale = False
+
+    def _resync(self, conn: Connection, ids: set[int], paths: set[str]) -> set[str]:
+        """Make the mirror hold what the database holds for these chunk ids and
+        file paths; returns the paths of the chunks that changed."""
+        wanted = sorted(ids)
+        found = {
+            row[0]: row_chunk(row)
+            for row in conn.execute(
+                b"SELECT " + _COLUMNS + b" FROM memstrata_chunks WHERE id = ANY(%s)", (wanted,)
+            )
+        }
+        vectors = {
+            cid: (model, bytes(vec))
+            for cid, model, vec in conn.execute(
+                "SELECT chunk_id, model, vec FROM memstrata_vectors WHERE chunk_id = ANY(%s)",
+                (wanted,),
+            )
+        }
+        moved: set[str] = set()
+        for cid in wanted:
+            chunk, old = found.get(cid), self.chunks.get(cid)
+            if chunk != old:  # added or removed (ids are never used again here)
+                moved.update(c.path for c in (chunk, old) if c is not None)
+                self._unmapped(cid)
+                if chunk is not None:
+                    self._mapped(cid, chunk)
+                    self.unembedded.add(cid)
+            if cid in vectors:
+                self.vector_model, vec = vectors[cid]
+                self._vector_set(cid, vec)
+            else:
+                self._vector_dropped(cid)
+        names = sorted(paths)
+        states = {
+            row[0]: FileState(*row[1:])
+            for row in conn.execute(
+                "SELECT path, size, mtime_ns, sha256 FROM memstrata_files WHERE path = ANY(%s)",
+                (names,),
+            )
+        }
+        for path in names:
+            self._file_state(path, states.get(path))
+        return moved
+
+    # -- writes --------------------------------------------------------------------
+
+    def replace(
+        self, path: str, chunks: Sequence[Chunk], state: FileState | None, *, append: bool = False
+    ) -> list[int]:
+        """Make ``path``'s chunks ``chunks`` (``append``: add them) and record
+        ``state`` (None: forget the file); the new chunk ids. An append raises
+        ``Stale`` when another writer indexed ``path`` since the caller looked."""
+        with self._transaction(f"index {path}") as followed:
+            conn = self._open()
+            if append and followed.touches(path):
+                raise Stale(f"{path} was indexed by another writer meanwhile")
+            if not append:
+                self._delete(conn, list(self._by_path.get(path, ())))
+            ids = self._insert(conn, chunks)
+            if state is None:
+                conn.execute("DELETE FROM memstrata_files WHERE path = %s", (path,))
+            else:
+                conn.execute(
+                    "INSERT INTO memstrata_files (tenant, path, size, mtime_ns, sha256) "
+                    "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (tenant, path) DO UPDATE SET "
+                    "size = excluded.size, mtime_ns = excluded.mtime_ns, "
+                    "sha256 = excluded.sha256, indexed_at = now()",
+                    (self.tenant, path, state.size, state.mtime_ns, state.sha256),
+                )
+            self._file_state(path, state)
+        return ids
+
+    def replace_refs(self, path: str, refs: Iterable[str], chunks: Sequence[Chunk]) -> list[int]:
+        """Replace the chunks of ``path`` whose ref is in ``refs`` by ``chunks``."""
+        wanted = set(refs)
+        with self._transaction(f"index {path}"):
+            conn = self._open()
+            old = [cid for ref in wanted for cid in self._by_ref.get((path, ref), ())]
+            self._delete(conn, old)
+            return self._insert(conn, chunks)
+
+    def set_vectors(self, model: str, vectors: Mapping[int, bytes]) -> None:
+        """Store vectors of ``model``; ids that are gone, or that another writer
+        changed since the caller read them, are skipped (they stay unembedded)."""
+        with self._transaction("store vectors in the search index") as followed:
+            conn = self._open()
+            if self.vector_model not in (None, model):
+                conn.execute("DELETE FROM memstrata_vectors")
+                self.vectors.clear()
+                self.vector_log.append((0, 0))
+                self.unembedded = set(self.chunks)
+                self._cleared = True
+            rows = [
+                (cid, vec)
+                for cid, vec in vectors.items()
+                if cid in self.chunks and cid not in followed.ids and not followed.everything
+            ]
+            if rows:
+                with conn.cursor() as cursor:
+                    cursor.executemany(
+                        "INSERT INTO memstrata_vectors (chunk_id, tenant, model, vec, embedding) "
+                        "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (chunk_id) DO UPDATE SET "
+                        "model = excluded.model, vec = excluded.vec, "
+                        "embedding = excluded.embedding",
+                        [(cid, self.tenant, model, vec, _embedding(vec)) for cid, vec in rows],
+                    )
+            for cid, vec in rows:
+                self._vector_set(cid, vec)
+            self.vector_model = model
+
+    def drop(self) -> None:
+        """Empty the tenant's index: the next sync rebuilds it."""
+        with self._transaction("empty the search index"):
+            conn = self._open()
+            for table in ("memstrata_vectors", "memstrata_chunks", "memstrata_files"):
+                conn.execute(b"DELETE FROM " + table.encode())
+            conn.execute("DELETE FROM memstrata_changes")
+            # the log starts after a floor: every other reader loads everything again
+            row = conn.execute(
+                "INSERT INTO memstrata_changes (tenant) VALUES (%s) RETURNING seq", (self.tenant,)
+            ).fetchone()
+            assert row is not None
+            self._set_floor(conn, int(row[0]))
+            self._clear_mirror()
+
+    def _open(self) -> Connection:
+        assert self._conn is not None, "inside a transaction"
+        return self._conn
+
+    def _set_floor(self, conn: Connection, seq: int) -> None:
+        conn.execute(
+            "INSERT INTO memstrata_index_state (tenant, floor) VALUES (%s, %s) "
+            "ON CONFLICT (tenant) DO UPDATE SET floor = excluded.floor",
+            (self.tenant, seq),
+        )
+
+    def _delete(self, conn: Connection, ids: list[int]) -> None:
+        if ids:
+            conn.execute("DELETE FROM memstrata_chunks WHERE id = ANY(%s)", (ids,))
+        for cid in ids:
+            self._unmapped(cid)
+
+    def _insert(self, conn: Connection, chunks: Sequence[Chunk]) -> list[int]:
+        ids = []
+        for chunk in chunks:
+            row = conn.execute(
+                _INSERT,
+                (
+                    self.tenant,
+                    chunk.path,
+                    chunk.layer,
+                    chunk.line_start,
+                    chunk.line_end,
+                    chunk.text,
+                    chunk.title,
+                    chunk.session,
+                    chunk.created_at.isoformat() if chunk.created_at else None,
+                    chunk.source,
+                    chunk.ref,
+                    chunk.live,
+                ),
+            ).fetchone()
+            assert row is not None
+            cid = int(row[0])
+            self._mapped(cid, chunk)
+            self.unembedded.add(cid)
+            ids.append(cid)
+        return ids
+
+    # -- reads ---------------------------------------------------------------------
+
+    def status(self) -> IndexStatus:
+        return IndexStatus(
+            f"{self._db.location}#{self.tenant}",
+            self.size_bytes(),
+            len(self.chunks),
+            len(self.files),
+            len(self.vectors),
+            self.vector_model,
+        )
+
+    def size_bytes(self) -> int:
+        """The bytes of the tenant's rows (chunks and vectors)."""
+        with self._db.transaction(self.tenant, "measure the search index") as conn:
+            row = conn.execute(
+                "SELECT coalesce((SELECT sum(pg_column_size(c.*)) FROM memstrata_chunks c), 0)"
+                " + coalesce((SELECT sum(pg_column_size(v.*)) FROM memstrata_vectors v), 0)"
+            ).fetchone()
+        return int(row[0]) if row else 0
+
+
+def _last_change(conn: Connection) -> int:
+    """The ``seq`` of the tenant's last logged change (0: none)."""
+    row = conn.execute("SELECT coalesce(max(seq), 0) FROM memstrata_changes").fetchone()
+    return int(row[0]) if row else 0
+
+
+def _embedding(vec: bytes) -> object | None:
+    """``vec`` for the ``vector(384)`` column (None when it has another size)."""
+    if len(vec) != VECTOR_DIM * 4:
+        return None
+    import numpy as np
+    from pgvector import Vector
+
+    return Vector(np.frombuffer(vec, dtype="<f4"))

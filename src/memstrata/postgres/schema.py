@@ -1,0 +1,236 @@
+"""The PostgreSQL schema: named, ordered, recorded migrations and the
+row-level security that keeps tenants apart.
+
+* **Migrations** (``MIGRATIONS``) are named and ordered; each runs once and is
+  recorded in ``memstrata_migrations``. The pending ones run in ONE
+  transaction under a transaction-level advisory lock (``MIGRATION_LOCK``),
+  which first reads again which are done: two processes migrating at once run
+  each migration once (the second waits, then finds them done), and a failed
+  migration leaves nothing of itself. A database whose recorded migrations
+  are not a prefix of this code's (a newer memstrata migrated it) is refused
+  with ``Corrupt``.
+* **Every table that holds a tenant's data** carries ``tenant text not null``
+  and has row-level security ENABLED and FORCED (the owner is bound too) with
+  one policy, ``tenant = nullif(current_setting('memstrata.tenant', true),
+  '')``, for reads (``USING``) and writes (``WITH CHECK``): without the
+  setting (NULL, or '' on a connection that set it once) no row is seen and
+  none can be written; a ``CHECK`` keeps ``''`` out of every tenant column.
+  ``memstrata_migrations`` holds no tenant data (migration names only) and is
+  the one table without a policy.
+* **pgvector** (``CREATE EXTENSION vector``) needs a superuser on a server
+  where it is not trusted: the administrator creates it once per database
+  (``IF NOT EXISTS`` then does nothing for the app's role).
+* **The index's change log** (``memstrata_changes``): triggers append the
+  chunk id of every chunk and vector inserted, updated or deleted, and the
+  path of every file state written or deleted, whoever writes (cascades too),
+  with the row's tenant. ``seq`` is an identity: it never goes back, and
+  writers of one tenant are serialized (``index`` takes a per-tenant advisory
+  lock), so a tenant's ``seq`` order is its commit order.
+  ``memstrata_index_state.floor`` is the seq below which a tenant's log is
+  incomplete (pruned or emptied by ``drop``): a reader whose place is below it
+  loads everything again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..errors import Corrupt
+
+if TYPE_CHECKING:
+    from .connect import Connection
+
+__all__ = ["MIGRATIONS", "MIGRATION_LOCK", "TENANT_TABLES", "VECTOR_DIM", "migrate"]
+
+# pg_advisory_xact_lock key of the migrations ("memstrata" in ASCII, as an int)
+MIGRATION_LOCK = 0x6D656D7374726174
+VECTOR_DIM = 384  # the default embedder's; other sizes are kept as bytes only
+
+TENANT_TABLES = (
+    "memstrata_facts",
+    "memstrata_forgotten",
+    "memstrata_fact_state",
+    "memstrata_files",
+    "memstrata_chunks",
+    "memstrata_vectors",
+    "memstrata_changes",
+    "memstrata_index_state",
+)
+# An unset setting reads as NULL in a session that never set it, and as '' in
+# one that did (a pooled connection): both must match no row.
+_TENANT = "nullif(current_setting('memstrata.tenant', true), '')"
+
+
+def _isolated(*tables: str) -> str:
+    """Row-level security on ``tables``: enabled, forced, one tenant policy."""
+    return "\n".join(
+        f"""
+        ALTER TABLE {table} ENABLE ROW LEVEL SECURITY;
+        ALTER TABLE {table} FORCE ROW LEVEL SECURITY;
+        CREATE POLICY tenant_only ON {table}
+            USING (tenant = {_TENANT}) WITH CHECK (tenant = {_TENANT});
+        """
+        for table in tables
+    )
+
+
+_FACTS = """
+CREATE TABLE memstrata_facts (
+    tenant text NOT NULL CHECK (tenant <> ''),
+    id text NOT NULL,
+    seq bigint GENERATED ALWAYS AS IDENTITY,  -- the order first put
+    item jsonb NOT NULL,                       -- Item.to_dict()
+    key text,                                  -- the de-duplication key, live items only
+    PRIMARY KEY (tenant, id)
+);
+CREATE INDEX memstrata_facts_order ON memstrata_facts (tenant, seq);
+CREATE INDEX memstrata_facts_key ON memstrata_facts (tenant, key) WHERE key IS NOT NULL;
+CREATE TABLE memstrata_forgotten (
+    tenant text NOT NULL CHECK (tenant <> ''),
+    id text NOT NULL,
+    entry jsonb NOT NULL,                      -- Forgotten.to_dict()
+    at timestamptz NOT NULL,
+    PRIMARY KEY (tenant, id)
+);
+CREATE TABLE memstrata_fact_state (
+    tenant text PRIMARY KEY CHECK (tenant <> ''),
+    lsn bigint NOT NULL DEFAULT 0
+);
+"""
+
+_INDEX = f"""
+CREATE TABLE memstrata_files (
+    tenant text NOT NULL CHECK (tenant <> ''),
+    path text NOT NULL,
+    size bigint NOT NULL,
+    mtime_ns bigint NOT NULL,
+    sha256 text NOT NULL,
+    indexed_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (tenant, path)
+);
+CREATE TABLE memstrata_chunks (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    tenant text NOT NULL CHECK (tenant <> ''),
+    path text NOT NULL,
+    layer text NOT NULL,
+    line_start integer NOT NULL,
+    line_end integer NOT NULL,
+    text text NOT NULL,
+    title text NOT NULL DEFAULT '',
+    session text,
+    created_at text,                           -- ISO 8601 as given (exact round trip)
+    source text NOT NULL,
+    ref text,
+    live boolean NOT NULL DEFAULT true,
+    tsv tsvector GENERATED ALWAYS AS (to_tsvector('simple', title || ' ' || text)) STORED
+);
+CREATE INDEX memstrata_chunks_path ON memstrata_chunks (tenant, path);
+CREATE INDEX memstrata_chunks_ref ON memstrata_chunks (tenant, ref);
+CREATE INDEX memstrata_chunks_tsv ON memstrata_chunks USING gin (tsv);
+CREATE TABLE memstrata_vectors (
+    chunk_id bigint PRIMARY KEY REFERENCES memstrata_chunks (id) ON DELETE CASCADE,
+    tenant text NOT NULL CHECK (tenant <> ''),
+    model text NOT NULL,
+    vec bytea NOT NULL,                        -- float32 bytes, exactly as stored
+    embedding vector({VECTOR_DIM})                 -- the same, when it has {VECTOR_DIM} dimensions
+);
+CREATE INDEX memstrata_vectors_hnsw ON memstrata_vectors
+    USING hnsw (embedding vector_cosine_ops);
+CREATE TABLE memstrata_changes (
+    seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    tenant text NOT NULL CHECK (tenant <> ''),
+    chunk_id bigint,
+    path text
+);
+CREATE INDEX memstrata_changes_tenant ON memstrata_changes (tenant, seq);
+CREATE TABLE memstrata_index_state (
+    tenant text PRIMARY KEY CHECK (tenant <> ''),
+    floor bigint NOT NULL DEFAULT 0
+);
+
+CREATE FUNCTION memstrata_chunk_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP IN ('DELETE', 'UPDATE') THEN
+        INSERT INTO memstrata_changes (tenant, chunk_id) VALUES (OLD.tenant, OLD.id);
+    END IF;
+    IF TG_OP IN ('INSERT', 'UPDATE') THEN
+        INSERT INTO memstrata_changes (tenant, chunk_id) VALUES (NEW.tenant, NEW.id);
+    END IF;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER memstrata_chunk_changed AFTER INSERT OR UPDATE OR DELETE ON memstrata_chunks
+    FOR EACH ROW EXECUTE FUNCTION memstrata_chunk_changed();
+
+CREATE FUNCTION memstrata_vector_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP IN ('DELETE', 'UPDATE') THEN
+        INSERT INTO memstrata_changes (tenant, chunk_id) VALUES (OLD.tenant, OLD.chunk_id);
+    END IF;
+    IF TG_OP IN ('INSERT', 'UPDATE') THEN
+        INSERT INTO memstrata_changes (tenant, chunk_id) VALUES (NEW.tenant, NEW.chunk_id);
+    END IF;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER memstrata_vector_changed AFTER INSERT OR UPDATE OR DELETE ON memstrata_vectors
+    FOR EACH ROW EXECUTE FUNCTION memstrata_vector_changed();
+
+CREATE FUNCTION memstrata_file_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP IN ('DELETE', 'UPDATE') THEN
+        INSERT INTO memstrata_changes (tenant, path) VALUES (OLD.tenant, OLD.path);
+    END IF;
+    IF TG_OP IN ('INSERT', 'UPDATE') THEN
+        INSERT INTO memstrata_changes (tenant, path) VALUES (NEW.tenant, NEW.path);
+    END IF;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER memstrata_file_changed AFTER INSERT OR UPDATE OR DELETE ON memstrata_files
+    FOR EACH ROW EXECUTE FUNCTION memstrata_file_changed();
+"""
+
+MIGRATIONS: tuple[tuple[str, str], ...] = (
+    ("0001_pgvector", "CREATE EXTENSION IF NOT EXISTS vector"),
+    (
+        "0002_facts",
+        _FACTS + _isolated("memstrata_facts", "memstrata_forgotten", "memstrata_fact_state"),
+    ),
+    (
+        "0003_index",
+        _INDEX
+        + _isolated(
+            "memstrata_files",
+            "memstrata_chunks",
+            "memstrata_vectors",
+            "memstrata_changes",
+            "memstrata_index_state",
+        ),
+    ),
+)
+
+
+def migrate(conn: Connection) -> list[str]:
+    """Run the migrations the database lacks (see the module invariants);
+    returns the names run now."""
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS memstrata_migrations ("
+            "name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
+        )
+        rows = conn.execute("SELECT name FROM memstrata_migrations ORDER BY name").fetchall()
+        pending = _pending([row[0] for row in rows])
+        for name, sql in pending:
+            conn.execute(sql.encode())
+            conn.execute("INSERT INTO memstrata_migrations (name) VALUES (%s)", (name,))
+    return [name for name, _ in pending]
+
+
+def _pending(done: Sequence[Any]) -> Sequence[tuple[str, str]]:
+    names = [name for name, _ in MIGRATIONS]
+    if list(done) != names[: len(done)]:
+        raise Corrupt(
+            f"the database's memstrata migrations {list(done)} are not a prefix of {names} "
+            "(a newer memstrata migrated it?)"
+        )
+    return MIGRATIONS[len(done) :]
