@@ -1,4 +1,4 @@
-"""The prompt's fact gate (``context.gate.FactGate``) on LoCoMo: recall@k.
+"""The prompt's fact gate (``context.ranking.FactRanker``) on LoCoMo: recall@k.
 
 Each conversation's utterances become long-term facts (``"{speaker}: {text}"``
 plus an image caption), each question is a prompt, and the gate's top k facts
@@ -21,12 +21,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from memstrata.benchmarks.locomo import Conversation, Retriever, evaluate, load
-from memstrata.context.gate import FactGate
+from memstrata.context.ranking import FactRanker
 from memstrata.model import Item
 
 
 def gate_retriever(conversation: Conversation) -> Retriever:
-    """A FactGate over the conversation's turns; its top-k as dialogue ids."""
+    """A FactRanker over the conversation's turns; its top-k as dialogue ids."""
     at = datetime(2026, 1, 1, tzinfo=UTC)
     items: dict[str, Item] = {}
     for number, turn in enumerate(conversation.turns()):
@@ -34,7 +34,7 @@ def gate_retriever(conversation: Conversation) -> Retriever:
         item_id = f"m{number:08d}"
         items[item_id] = Item(id=item_id, text=text, category="fact", created_at=at, updated_at=at)
     dia_of = {f"m{n:08d}": turn.dia_id for n, turn in enumerate(conversation.turns())}
-    gate = FactGate()
+    gate = FactRanker()
     gate.sync(items, generation=1, changes=[])
 
     def search(query: str, k: int) -> list[str]:

@@ -276,24 +276,24 @@ def test_the_window_captures_before_compacting_and_recovers_after(ws: Path) -> N
         assert window.tokens <= 400
 
 
-def test_the_fact_gate_follows_every_write_without_a_rebuild(ws: Path) -> None:
+def test_the_fact_ranker_follows_every_write_without_a_rebuild(ws: Path) -> None:
     with Memory.open(ws, embedder="none") as memory:
         first = memory.remember("The office router lives in cupboard B")
-        gate = memory._prompts._fact_gate()  # noqa: SLF001 - the gate's own state
+        gate = memory._prompts._fact_ranker()  # noqa: SLF001 - the gate's own state
         assert gate.top("where is the router", 5) == [first.id]
         second = memory.supersede(first.id, "The office router moved to cupboard C")
         memory.remember("Printers are on floor 2")
-        assert memory._prompts._fact_gate() is gate  # noqa: SLF001 - caught up, not rebuilt
+        assert memory._prompts._fact_ranker() is gate  # noqa: SLF001 - caught up, not rebuilt
         assert gate.top("router cupboard", 5) == [second.id]
         memory.forget(second.id)
-        assert memory._prompts._fact_gate().top("router", 5) == []  # noqa: SLF001
+        assert memory._prompts._fact_ranker().top("router", 5) == []  # noqa: SLF001
         assert gate.top("printers", 5) and gate.top("nothing matches this", 5) == []
 
 
 def test_the_gate_finds_a_rare_word_among_many_facts_that_share_the_common_ones() -> None:
     from datetime import UTC, datetime
 
-    from memstrata.context.gate import IMPACT_CAP, FactGate
+    from memstrata.context.ranking import IMPACT_CAP, FactRanker
     from memstrata.model import Item
 
     at = datetime(2026, 1, 1, tzinfo=UTC)
@@ -304,21 +304,21 @@ def test_the_gate_finds_a_rare_word_among_many_facts_that_share_the_common_ones(
             text = "the team reviewed the billing report about the flamingo budget"
         item = Item(id=f"m{n:08d}", text=text, category="fact", created_at=at, updated_at=at)
         items[item.id] = item
-    gate = FactGate()
+    gate = FactRanker()
     gate.sync(items, generation=1, changes=[])
     assert gate.top("team billing flamingo", 3)[0] == "m00001000"
     assert len(gate.top("team billing report", 10)) == 10  # common words still answer
 
 
-def test_the_fact_gate_is_rebuilt_when_most_of_it_is_dead(ws: Path) -> None:
+def test_the_fact_ranker_is_rebuilt_when_most_of_it_is_dead(ws: Path) -> None:
     with Memory.open(ws, embedder="none") as memory:
         keep = memory.remember("The kiln is in building 7")
-        built = memory._prompts._fact_gate()  # noqa: SLF001 - built before the churn
+        built = memory._prompts._fact_ranker()  # noqa: SLF001 - built before the churn
         for n in range(1200):
             note = memory.remember(f"temporary note {n}", sync=False)
-            memory._prompts._fact_gate()  # noqa: SLF001 - the gate takes the note in
+            memory._prompts._fact_ranker()  # noqa: SLF001 - the gate takes the note in
             memory.forget(note.id)
-        gate = memory._prompts._fact_gate()  # noqa: SLF001 - the gate's own state
+        gate = memory._prompts._fact_ranker()  # noqa: SLF001 - the gate's own state
         assert gate is built and gate.top("kiln building", 3) == [keep.id]
         assert len(gate._ids) < 1100  # noqa: SLF001 - dead docs were dropped
 
@@ -332,12 +332,12 @@ def _facts(texts: list[str]) -> dict[str, Item]:
     return items
 
 
-def test_the_fact_gate_normalises_words_as_search_does() -> None:
+def test_the_fact_ranker_normalises_words_as_search_does() -> None:
     """One BM25: "relocation" finds "relocating" in the gate as in search (Porter
     stems both to "reloc"; the gate's own word endings made "relocat")."""
-    from memstrata.context.gate import FactGate
+    from memstrata.context.ranking import FactRanker
 
-    gate = FactGate()
+    gate = FactRanker()
     gate.sync(_facts(["The team is relocating to Riga", "Lunch is at noon"]), 1, [])
     assert gate.top("any relocation news?", 5) == ["m00000000"]
     assert gate.top("generalization", 5) == []
@@ -355,14 +355,14 @@ GATE_WORDS = ["relocating", "relocation", "ports", "port", "used", "uses", "poni
     st.lists(st.lists(st.sampled_from(GATE_WORDS), min_size=1, max_size=4), min_size=1, max_size=6),
     st.lists(st.sampled_from(GATE_WORDS), min_size=1, max_size=3),
 )
-def test_the_fact_gate_returns_exactly_the_facts_that_share_a_search_term(
+def test_the_fact_ranker_returns_exactly_the_facts_that_share_a_search_term(
     facts: list[list[str]], prompt: list[str]
 ) -> None:
-    from memstrata.context.gate import FactGate
+    from memstrata.context.ranking import FactRanker
     from memstrata.index.lexical import document_terms, query_tokens
 
     items = _facts([" ".join(words) for words in facts])
-    gate = FactGate()
+    gate = FactRanker()
     gate.sync(items, 1, [])
     wanted = set(query_tokens(" ".join(prompt)))
     sharing = {

@@ -1,6 +1,6 @@
 """BM25 in RAM: the lexical half of hybrid search, scored with numpy, and the
 one BM25 of the package: ``BM25`` is also the prompt's fact gate
-(``context.gate``), with the same terms, so a question matches the same way
+(``context.ranking``), with the same terms, so a question matches the same way
 in ``search`` and in ``build_context``.
 
 Why not FTS5's ``bm25()``: it scores every row that matches any query word,
@@ -24,7 +24,7 @@ ones Unicode 6.1 did not know as tokens.
 Invariants:
 
 * ``BM25`` holds postings and scores them; ``Lexical`` makes it follow an
-  index, ``context.gate.FactGate`` the long-term store.
+  index, ``context.ranking.FactRanker`` the long-term store.
 * **Derived and following.** The postings are built from ``Index.chunks`` and
   kept current from ``Index.chunk_log`` (added / removed / all cleared): a
   search first takes in what changed since the last one; nothing is stored.

@@ -17,7 +17,7 @@ replaced by the extractive summarizer, and every failure is a notice
 the caller record the turn a second time.
 
 Reads come from RAM: the long-term facts from the store (rendered once per
-change of it) and gated by a BM25 index in RAM (``context.gate``: no query
+change of it) and gated by a BM25 index in RAM (``context.ranking``: no query
 embedding, no index file), the layer files and the session's transcript from
 a cache that one ``stat`` per file per call keeps honest (a hand edit is seen
 at the next call). No file is read while it is unchanged.
@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import TypeVar, cast
 
 from ..context.build import Context, assemble, render_facts
-from ..context.gate import FactGate
+from ..context.ranking import FactRanker
 from ..context.summarize import ExtractiveSummarizer, Summarizer, make_summarizer
 from ..context.tokens import EstimateCounter, TokenCounter
 from ..errors import InvalidInput, MemstrataError, NotFound
@@ -86,7 +86,7 @@ class PromptBuilder:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self._file_cache: dict[Path, tuple[tuple[int, int], object]] | None = None
-        self._gate: FactGate | None = None
+        self._gate: FactRanker | None = None
         self._summary_counts: dict[str, int] | None = None
         self._facts_cache: tuple[tuple[int, int, int], list[tuple[str, str]]] | None = None
         engine.events.on_turn(self._after_turn)
@@ -122,7 +122,7 @@ class PromptBuilder:
         state_lines = [
             f"- {entry.category}: {entry.text}" for entry in self._cached_state(state_path)
         ]
-        gate = self._fact_gate()  # also picks up other processes' writes
+        gate = self._fact_ranker()  # also picks up other processes' writes
 
         def gated(limit: int) -> Iterator[tuple[str, str]]:
             """The facts relevant to the prompt, best first; then the newest others."""
@@ -165,10 +165,10 @@ class PromptBuilder:
 
     # -- RAM caches ------------------------------------------------------------------
 
-    def _fact_gate(self) -> FactGate:
+    def _fact_ranker(self) -> FactRanker:
         gate = self._gate
         if gate is None:
-            gate = self._gate = FactGate()
+            gate = self._gate = FactRanker()
         self.engine.refresh()
         with self.engine.state:
             gate.sync(

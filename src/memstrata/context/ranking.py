@@ -1,5 +1,5 @@
-"""The prompt's gate over long-term facts: the package's one BM25
-(``index.lexical.BM25``) in RAM, so that building a context needs no query
+"""Which long-term facts reach the prompt when they do not all fit: the
+package's one BM25 (``index.lexical.BM25``) in RAM, so that building a context needs no query
 embedding and no index file.
 
 * It mirrors the store's live facts: built once, then kept up to date from
@@ -25,14 +25,14 @@ from collections.abc import Mapping, Sequence
 from ..index.lexical import BM25, document_terms, query_tokens
 from ..model import Item
 
-__all__ = ["FactGate"]
+__all__ = ["FactRanker"]
 
 K1 = 1.2
 B = 0.5
 IMPACT_CAP = 512  # facts a term scores at most (those where it weighs most)
 
 
-class FactGate:
+class FactRanker:
     """BM25 over the live long-term facts, in RAM."""
 
     def __init__(self) -> None:
