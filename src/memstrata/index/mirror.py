@@ -14,11 +14,12 @@ followers (``Lexical``, ``Vectors``) keep their place in.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 
 from .chunks import Chunk
 
-__all__ = ["FileState", "Mirror"]
+__all__ = ["FileState", "Followed", "Mirror"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,8 +31,32 @@ class FileState:
     sha256: str
 
 
+@dataclass(slots=True)
+class Followed:
+    """What taking in other writers' changes touched (``everything``: all loaded again)."""
+
+    ids: set[int] = field(default_factory=set)
+    paths: set[str] = field(default_factory=set)
+    everything: bool = False
+
+    def touches(self, path: str) -> bool:
+        return self.everything or path in self.paths
+
+    @classmethod
+    def of_log(cls, entries: Iterable[tuple[int | None, str | None]]) -> Followed:
+        """The chunk ids and paths a change log's ``(chunk_id, path)`` entries name."""
+        followed = cls()
+        for chunk_id, path in entries:
+            if chunk_id is not None:
+                followed.ids.add(chunk_id)
+            if path is not None:
+                followed.paths.add(path)
+        return followed
+
+
 class Mirror:
-    """Every chunk, file state and vector of one index file, in RAM."""
+    """Every chunk, file state and vector of one index, in RAM; a backend
+    (``index.sqlite``, ``postgres.index``) reads rows and hands them here."""
 
     def __init__(self) -> None:
         self.chunks: dict[int, Chunk] = {}
@@ -134,6 +159,58 @@ class Mirror:
         else:
             self.files[path] = state
         self._touched_paths.add(path)
+
+    def _load_rows(
+        self,
+        chunks: Iterable[tuple[int, Chunk]],
+        files: Iterable[tuple[str, FileState]],
+        vectors: Iterable[tuple[int, str, bytes]],
+    ) -> None:
+        """Fill the (empty) mirror with every row of the index."""
+        for cid, chunk in chunks:
+            self._mapped(cid, chunk)
+        self.files.update(files)
+        for cid, model, vec in vectors:
+            self.vectors[cid] = vec
+            self.vector_log.append((1, cid))
+            self.vector_model = model
+        self.unembedded = set(self.chunks) - set(self.vectors)
+
+    def _take_rows(
+        self,
+        ids: Iterable[int],
+        found: Mapping[int, Chunk],
+        vectors: Mapping[int, tuple[str, bytes]],
+        paths: Iterable[str],
+        states: Mapping[str, FileState],
+    ) -> set[str]:
+        """Make the mirror hold, for these chunk ids and paths, the rows read
+        back from the index (absent: gone); returns the paths of the chunks
+        that changed."""
+        moved: set[str] = set()
+        for cid in ids:
+            chunk, old = found.get(cid), self.chunks.get(cid)
+            if chunk != old:  # added, removed, or its id used again
+                moved.update(c.path for c in (chunk, old) if c is not None)
+                self._unmapped(cid)
+                if chunk is not None:
+                    self._mapped(cid, chunk)
+                    self.unembedded.add(cid)
+            if cid in vectors:
+                self.vector_model, vec = vectors[cid]
+                self._vector_set(cid, vec)
+            else:
+                self._vector_dropped(cid)
+        for path in paths:
+            self._file_state(path, states.get(path))
+        return moved
+
+    def _drop_vectors(self) -> None:
+        """Every vector goes (another model): each chunk is embedded again."""
+        self.vectors.clear()
+        self.vector_log.append((0, 0))
+        self.unembedded = set(self.chunks)
+        self._cleared = True
 
     def _clear_mirror(self) -> None:
         """Empty the RAM mirror; its followers (``Lexical``, ``Vectors``) start over."""

@@ -143,6 +143,25 @@ def last_change(db: sqlite3.Connection) -> int:
     return int(row[0]) if row is not None else 0
 
 
+def chunk_values(chunk: Chunk) -> tuple[Any, ...]:
+    """A chunk's column values in ``CHUNK_COLUMNS`` order, without the id
+    (what an insert writes; ``row_chunk`` reads it back)."""
+    created = chunk.created_at.isoformat() if chunk.created_at else None
+    return (
+        chunk.path,
+        chunk.layer,
+        chunk.line_start,
+        chunk.line_end,
+        chunk.text,
+        chunk.title,
+        chunk.session,
+        created,
+        chunk.source,
+        chunk.ref,
+        chunk.live,
+    )
+
+
 def row_chunk(row: Sequence[Any]) -> Chunk:
     """A chunk from a row of ``CHUNK_COLUMNS``."""
     created = row[8]

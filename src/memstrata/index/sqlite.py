@@ -34,15 +34,22 @@ import contextlib
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
 from ..storage.files import storage_errors
 from .chunks import Chunk
-from .mirror import FileState, Mirror
+from .mirror import FileState, Followed, Mirror
 from .protocol import IndexStatus, Stale
-from .schema import CHUNK_COLUMNS, MIGRATIONS, NewerSchema, last_change, migrate, row_chunk
+from .schema import (
+    CHUNK_COLUMNS,
+    MIGRATIONS,
+    NewerSchema,
+    chunk_values,
+    last_change,
+    migrate,
+    row_chunk,
+)
 from .sqlerrors import BUSY_SECONDS, IndexCorrupt, mapped, while_busy
 
 __all__ = ["MIGRATIONS", "FileState", "Index", "IndexCorrupt", "IndexStatus", "Stale"]
@@ -51,18 +58,6 @@ __all__ = ["MIGRATIONS", "FileState", "Index", "IndexCorrupt", "IndexStatus", "S
 KEEP_CHANGES = 50_000
 _PART = 500  # ids per ``IN (...)``
 _Key = TypeVar("_Key", int, str)
-
-
-@dataclass(slots=True)
-class _Followed:
-    """What taking in other processes' changes touched (``everything``: all loaded again)."""
-
-    ids: set[int] = field(default_factory=set)
-    paths: set[str] = field(default_factory=set)
-    everything: bool = False
-
-    def touches(self, path: str) -> bool:
-        return self.everything or path in self.paths
 
 
 class Index(Mirror):
@@ -182,17 +177,13 @@ class Index(Mirror):
 
     def _load(self, db: sqlite3.Connection) -> None:
         self._seen = last_change(db)
-        for row in db.execute(f"SELECT {CHUNK_COLUMNS} FROM chunks"):  # noqa: S608
-            self._mapped(row[0], row_chunk(row))
-        for path, size, mtime_ns, sha in db.execute(
-            "SELECT path, size, mtime_ns, sha256 FROM files"
-        ):
-            self.files[path] = FileState(size, mtime_ns, sha)
-        for chunk_id, model, vec in db.execute("SELECT chunk_id, model, vec FROM vectors"):
-            self.vectors[chunk_id] = vec
-            self.vector_log.append((1, chunk_id))
-            self.vector_model = model
-        self.unembedded = set(self.chunks) - set(self.vectors)
+        chunks = db.execute(f"SELECT {CHUNK_COLUMNS} FROM chunks")  # noqa: S608
+        files = db.execute("SELECT path, size, mtime_ns, sha256 FROM files")
+        self._load_rows(
+            ((row[0], row_chunk(row)) for row in chunks),
+            ((path, FileState(size, mtime_ns, sha)) for path, size, mtime_ns, sha in files),
+            db.execute("SELECT chunk_id, model, vec FROM vectors"),
+        )
 
     def close(self) -> None:
         with self.lock, contextlib.suppress(sqlite3.Error):
@@ -214,12 +205,12 @@ class Index(Mirror):
             pass
 
     @contextlib.contextmanager
-    def _transaction(self, doing: str, *, write: bool = True) -> Iterator[_Followed]:
+    def _transaction(self, doing: str, *, write: bool = True) -> Iterator[Followed]:
         """One transaction (see the module invariants); a nested one joins the
         outer one. Yields what following other processes touched."""
         with self.lock:
             if self._depth:
-                yield _Followed()
+                yield Followed()
                 return
             with self._errors(doing):
                 self._check_file()
@@ -288,25 +279,20 @@ class Index(Mirror):
             return
         self._stale = False
 
-    def _follow(self) -> _Followed:
+    def _follow(self) -> Followed:
         """Take in the changes other processes committed since ``_seen`` (inside a
         transaction); all of the file when the log no longer reaches back there."""
         db = self._db
         top = last_change(db)
         if not self._stale and top == self._seen:
-            return _Followed()
+            return Followed()
         first = db.execute("SELECT min(seq) FROM changes").fetchone()[0]
         if self._stale or first is None or first > self._seen + 1:
             self._reload()
-            return _Followed(everything=True)
-        followed = _Followed()
-        for chunk_id, path in db.execute(
-            "SELECT chunk_id, path FROM changes WHERE seq > ?", (self._seen,)
-        ):
-            if chunk_id is not None:
-                followed.ids.add(chunk_id)
-            if path is not None:
-                followed.paths.add(path)
+            return Followed(everything=True)
+        followed = Followed.of_log(
+            db.execute("SELECT chunk_id, path FROM changes WHERE seq > ?", (self._seen,))
+        )
         followed.paths |= self._resync(followed.ids, followed.paths)
         self._seen = top
         return followed
@@ -334,30 +320,16 @@ class Index(Mirror):
                 part,
             ):
                 vectors[cid] = (model, vec)
-        moved: set[str] = set()
-        for cid in ids:
-            chunk, old = found.get(cid), self.chunks.get(cid)
-            if chunk != old:  # added, removed, or its id used again
-                moved.update(c.path for c in (chunk, old) if c is not None)
-                self._unmapped(cid)
-                if chunk is not None:
-                    self._mapped(cid, chunk)
-                    self.unembedded.add(cid)
-            if cid in vectors:
-                self.vector_model, vec = vectors[cid]
-                self._vector_set(cid, vec)
-            else:
-                self._vector_dropped(cid)
-        for names in _parts(sorted(paths)):
-            marks = ",".join("?" * len(names))
-            rows = db.execute(
+        names = sorted(paths)
+        states: dict[str, FileState] = {}
+        for batch in _parts(names):
+            marks = ",".join("?" * len(batch))
+            for path, size, mtime_ns, sha in db.execute(
                 f"SELECT path, size, mtime_ns, sha256 FROM files WHERE path IN ({marks})",  # noqa: S608
-                names,
-            ).fetchall()
-            states = {row[0]: FileState(*row[1:]) for row in rows}
-            for path in names:
-                self._file_state(path, states.get(path))
-        return moved
+                batch,
+            ):
+                states[path] = FileState(size, mtime_ns, sha)
+        return self._take_rows(ids, found, vectors, names, states)
 
     # -- writes --------------------------------------------------------------------
 
@@ -401,10 +373,7 @@ class Index(Mirror):
         with self._transaction("store vectors in the search index") as followed:
             if self.vector_model not in (None, model):
                 self._db.execute("DELETE FROM vectors")
-                self.vectors.clear()
-                self.vector_log.append((0, 0))
-                self.unembedded = set(self.chunks)
-                self._cleared = True
+                self._drop_vectors()
             rows = [
                 (cid, model, vec)
                 for cid, vec in vectors.items()
@@ -442,19 +411,7 @@ class Index(Mirror):
             cursor = db.execute(
                 "INSERT INTO chunks (path, layer, line_start, line_end, text, title, session, "
                 "created_at, source, ref, live) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    chunk.path,
-                    chunk.layer,
-                    chunk.line_start,
-                    chunk.line_end,
-                    chunk.text,
-                    chunk.title,
-                    chunk.session,
-                    chunk.created_at.isoformat() if chunk.created_at else None,
-                    chunk.source,
-                    chunk.ref,
-                    int(chunk.live),
-                ),
+                chunk_values(chunk),
             )
             cid = cursor.lastrowid
             assert cid is not None

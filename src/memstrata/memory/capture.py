@@ -37,7 +37,6 @@ from ..model import (
     parse_source,
     valid_text,
 )
-from ..stores import daily
 from ..stores.lessons import (
     OP_LESSON_DELETE,
     Lesson,
@@ -163,10 +162,8 @@ class Observer:
         session = clean_session(session)
         when = now() if at is None else aware(at)
         with self.engine.transaction("write the daily note"):
-            block = daily.note_block(
-                redact(valid_text(user)).text, redact(valid_text(agent)).text, when
-            )
-            event = self.engine.append_note(block, session, when)
+            said, answered = redact(valid_text(user)).text, redact(valid_text(agent)).text
+            event = self.engine.note_exchange(said, answered, session, when)
         self.engine.events.notify(event)
         return self.engine.workspace.path / event.path
 

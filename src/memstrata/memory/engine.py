@@ -543,6 +543,11 @@ class Engine:
         if not self.read_only:  # (a read-only workspace reads past bad bytes, keeps them)
             quarantine_bytes(self.workspace.quarantine, original, data, reason)
 
+    def note_exchange(self, user: str, agent: str, session: str | None, at: datetime) -> WriteEvent:
+        """Append an exchange (already redacted) to the daily note (lock held):
+        the one code path of ``record_exchange`` and ``record_turn``."""
+        return self.append_note(notes.note_block(user, agent, at), session, at)
+
     def append_note(self, block: str, session: str | None, at: datetime) -> WriteEvent:
         """Append a section (already redacted) to the daily note of ``at`` (lock
         held); the event for the write hooks."""

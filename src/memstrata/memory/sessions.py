@@ -33,7 +33,6 @@ from ..errors import InvalidInput, MemstrataError, NotFound
 from ..migrations import transcripts as migrate
 from ..model import Source, WriteEvent, aware, clean_session, now, valid_text
 from ..storage.files import atomic_write, storage_errors
-from ..stores import daily as notes
 from ..stores import transcripts as history
 from ..stores.compaction import Compaction, compact
 from ..stores.transcripts import SessionInfo, Turn
@@ -115,7 +114,7 @@ class Sessions:
         try:
             with storage_errors("write the daily note"):
                 user, assistant = turn.text_of("user"), turn.text_of("assistant")
-                events.append(self.note_exchange(user, assistant, turn.session, when))
+                events.append(self.engine.note_exchange(user, assistant, turn.session, when))
         except MemstrataError as exc:
             self.engine.notice(
                 f"session {turn.session}: turn {turn.seq} is not in the daily note: {exc}"
@@ -126,12 +125,6 @@ class Sessions:
         except MemstrataError as exc:
             self.engine.notice(f"session {turn.session}: the transcript was not compacted: {exc}")
         return events
-
-    def note_exchange(
-        self, user: str, agent: str, session: str | None, when: datetime
-    ) -> WriteEvent:
-        """Append an exchange (already redacted) to the daily note (lock held)."""
-        return self.engine.append_note(notes.note_block(user, agent, when), session, when)
 
     def _head(self, session: str) -> tuple[int, int]:
         """The session's last seq and number of turns (lock held): from RAM

@@ -35,13 +35,12 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..index.chunks import Chunk
-from ..index.mirror import FileState, Mirror
+from ..index.mirror import FileState, Followed, Mirror
 from ..index.protocol import IndexStatus, Stale
-from ..index.schema import CHUNK_COLUMNS, row_chunk
+from ..index.schema import CHUNK_COLUMNS, chunk_values, row_chunk
 from .connect import Database, check_tenant
 from .schema import VECTOR_DIM
 
@@ -58,18 +57,6 @@ _INSERT = (
     "session, created_at, source, ref, live) "
     "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id"
 )
-
-
-@dataclass(slots=True)
-class _Followed:
-    """What taking in other writers' changes touched (``everything``: all loaded again)."""
-
-    ids: set[int] = field(default_factory=set)
-    paths: set[str] = field(default_factory=set)
-    everything: bool = False
-
-    def touches(self, path: str) -> bool:
-        return self.everything or path in self.paths
 
 
 class PostgresIndex(Mirror):
@@ -115,12 +102,12 @@ class PostgresIndex(Mirror):
             pass
 
     @contextlib.contextmanager
-    def _transaction(self, doing: str, *, write: bool = True) -> Iterator[_Followed]:
+    def _transaction(self, doing: str, *, write: bool = True) -> Iterator[Followed]:
         """One transaction (see the module); a nested one joins the outer one.
         Yields what following other writers touched."""
         with self.lock:
             if self._depth:
-                yield _Followed()
+                yield Followed()
                 return
             self._depth = 1
             self._touched, self._touched_paths, self._cleared = set(), set(), False
@@ -176,25 +163,22 @@ class PostgresIndex(Mirror):
                     self._resync(conn, touched, paths)
             self._stale = False
 
-    def _follow(self, conn: Connection) -> _Followed:
+    def _follow(self, conn: Connection) -> Followed:
         """Take in the changes other writers committed since ``_seen``; all of
         the tenant's index when the log no longer reaches back there."""
         top = _last_change(conn)
         if not self._stale and top == self._seen:
-            return _Followed()
+            return Followed()
         row = conn.execute("SELECT floor FROM memstrata_index_state").fetchone()
         floor = int(row[0]) if row else 0
         if self._stale or floor > self._seen:
             self._reload(conn)
-            return _Followed(everything=True)
-        followed = _Followed()
-        for chunk_id, path in conn.execute(
-            "SELECT chunk_id, path FROM memstrata_changes WHERE seq > %s", (self._seen,)
-        ):
-            if chunk_id is not None:
-                followed.ids.add(chunk_id)
-            if path is not None:
-                followed.paths.add(path)
+            return Followed(everything=True)
+        followed = Followed.of_log(
+            conn.execute(
+                "SELECT chunk_id, path FROM memstrata_changes WHERE seq > %s", (self._seen,)
+            )
+        )
         followed.paths |= self._resync(conn, followed.ids, followed.paths)
         self._seen = top
         return followed
@@ -202,19 +186,16 @@ class PostgresIndex(Mirror):
     def _reload(self, conn: Connection) -> None:
         self._clear_mirror()
         self._seen = _last_change(conn)
-        for row in conn.execute(b"SELECT " + _COLUMNS + b" FROM memstrata_chunks ORDER BY id"):
-            self._mapped(row[0], row_chunk(row))
-        for path, size, mtime_ns, sha in conn.execute(
-            "SELECT path, size, mtime_ns, sha256 FROM memstrata_files"
-        ):
-            self.files[path] = FileState(size, mtime_ns, sha)
-        for chunk_id, model, vec in conn.execute(
+        chunks = conn.execute(b"SELECT " + _COLUMNS + b" FROM memstrata_chunks ORDER BY id")
+        files = conn.execute("SELECT path, size, mtime_ns, sha256 FROM memstrata_files")
+        vectors = conn.execute(
             "SELECT chunk_id, model, vec FROM memstrata_vectors ORDER BY chunk_id"
-        ):
-            self.vectors[chunk_id] = bytes(vec)
-            self.vector_log.append((1, chunk_id))
-            self.vector_model = model
-        self.unembedded = set(self.chunks) - set(self.vectors)
+        )
+        self._load_rows(
+            ((row[0], row_chunk(row)) for row in chunks),
+            ((path, FileState(size, mtime_ns, sha)) for path, size, mtime_ns, sha in files),
+            ((cid, model, bytes(vec)) for cid, model, vec in vectors),
+        )
         self._stale = False
 
     def _resync(self, conn: Connection, ids: set[int], paths: set[str]) -> set[str]:
@@ -234,20 +215,6 @@ class PostgresIndex(Mirror):
                 (wanted,),
             )
         }
-        moved: set[str] = set()
-        for cid in wanted:
-            chunk, old = found.get(cid), self.chunks.get(cid)
-            if chunk != old:  # added or removed (ids are never used again here)
-                moved.update(c.path for c in (chunk, old) if c is not None)
-                self._unmapped(cid)
-                if chunk is not None:
-                    self._mapped(cid, chunk)
-                    self.unembedded.add(cid)
-            if cid in vectors:
-                self.vector_model, vec = vectors[cid]
-                self._vector_set(cid, vec)
-            else:
-                self._vector_dropped(cid)
         names = sorted(paths)
         states = {
             row[0]: FileState(*row[1:])
@@ -256,9 +223,7 @@ class PostgresIndex(Mirror):
                 (names,),
             )
         }
-        for path in names:
-            self._file_state(path, states.get(path))
-        return moved
+        return self._take_rows(wanted, found, vectors, names, states)
 
     # -- writes --------------------------------------------------------------------
 
@@ -304,10 +269,7 @@ class PostgresIndex(Mirror):
             conn = self._open()
             if self.vector_model not in (None, model):
                 conn.execute("DELETE FROM memstrata_vectors")
-                self.vectors.clear()
-                self.vector_log.append((0, 0))
-                self.unembedded = set(self.chunks)
-                self._cleared = True
+                self._drop_vectors()
             rows = [
                 (cid, vec)
                 for cid, vec in vectors.items()
@@ -363,20 +325,7 @@ class PostgresIndex(Mirror):
         for chunk in chunks:
             row = conn.execute(
                 _INSERT,
-                (
-                    self.tenant,
-                    chunk.path,
-                    chunk.layer,
-                    chunk.line_start,
-                    chunk.line_end,
-                    chunk.text,
-                    chunk.title,
-                    chunk.session,
-                    chunk.created_at.isoformat() if chunk.created_at else None,
-                    chunk.source,
-                    chunk.ref,
-                    chunk.live,
-                ),
+                (self.tenant, *chunk_values(chunk)),
             ).fetchone()
             assert row is not None
             cid = int(row[0])

@@ -148,46 +148,27 @@ CREATE TABLE memstrata_index_state (
     tenant text PRIMARY KEY CHECK (tenant <> ''),
     floor bigint NOT NULL DEFAULT 0
 );
-
-CREATE FUNCTION memstrata_chunk_changed() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    IF TG_OP IN ('DELETE', 'UPDATE') THEN
-        INSERT INTO memstrata_changes (tenant, chunk_id) VALUES (OLD.tenant, OLD.id);
-    END IF;
-    IF TG_OP IN ('INSERT', 'UPDATE') THEN
-        INSERT INTO memstrata_changes (tenant, chunk_id) VALUES (NEW.tenant, NEW.id);
-    END IF;
-    RETURN NULL;
-END $$;
-CREATE TRIGGER memstrata_chunk_changed AFTER INSERT OR UPDATE OR DELETE ON memstrata_chunks
-    FOR EACH ROW EXECUTE FUNCTION memstrata_chunk_changed();
-
-CREATE FUNCTION memstrata_vector_changed() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    IF TG_OP IN ('DELETE', 'UPDATE') THEN
-        INSERT INTO memstrata_changes (tenant, chunk_id) VALUES (OLD.tenant, OLD.chunk_id);
-    END IF;
-    IF TG_OP IN ('INSERT', 'UPDATE') THEN
-        INSERT INTO memstrata_changes (tenant, chunk_id) VALUES (NEW.tenant, NEW.chunk_id);
-    END IF;
-    RETURN NULL;
-END $$;
-CREATE TRIGGER memstrata_vector_changed AFTER INSERT OR UPDATE OR DELETE ON memstrata_vectors
-    FOR EACH ROW EXECUTE FUNCTION memstrata_vector_changed();
-
-CREATE FUNCTION memstrata_file_changed() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    IF TG_OP IN ('DELETE', 'UPDATE') THEN
-        INSERT INTO memstrata_changes (tenant, path) VALUES (OLD.tenant, OLD.path);
-    END IF;
-    IF TG_OP IN ('INSERT', 'UPDATE') THEN
-        INSERT INTO memstrata_changes (tenant, path) VALUES (NEW.tenant, NEW.path);
-    END IF;
-    RETURN NULL;
-END $$;
-CREATE TRIGGER memstrata_file_changed AFTER INSERT OR UPDATE OR DELETE ON memstrata_files
-    FOR EACH ROW EXECUTE FUNCTION memstrata_file_changed();
 """
+
+
+def _logged(what: str, table: str, key: str, column: str) -> str:
+    """A trigger that logs every row of ``table`` written or deleted, by its
+    ``key``, in the tenant's change log (``memstrata_changes.column``)."""
+    return f"""
+CREATE FUNCTION memstrata_{what}_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP IN ('DELETE', 'UPDATE') THEN
+        INSERT INTO memstrata_changes (tenant, {column}) VALUES (OLD.tenant, OLD.{key});
+    END IF;
+    IF TG_OP IN ('INSERT', 'UPDATE') THEN
+        INSERT INTO memstrata_changes (tenant, {column}) VALUES (NEW.tenant, NEW.{key});
+    END IF;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER memstrata_{what}_changed AFTER INSERT OR UPDATE OR DELETE ON {table}
+    FOR EACH ROW EXECUTE FUNCTION memstrata_{what}_changed();
+"""
+
 
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0001_pgvector", "CREATE EXTENSION IF NOT EXISTS vector"),
@@ -198,6 +179,9 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     (
         "0003_index",
         _INDEX
+        + _logged("chunk", "memstrata_chunks", "id", "chunk_id")
+        + _logged("vector", "memstrata_vectors", "chunk_id", "chunk_id")
+        + _logged("file", "memstrata_files", "path", "path")
         + _isolated(
             "memstrata_files",
             "memstrata_chunks",
