@@ -34,11 +34,10 @@ from pathlib import Path
 from typing import Any
 
 from memstrata import Memory
-from memstrata.doctor import Level, diagnose
-from memstrata.errors import MemstrataError
-from memstrata.storage.workspace import Workspace
-from memstrata.stores import markdown
-from memstrata.stores.longterm import Snapshot
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+from attacks.common import file_problems  # noqa: E402 - the campaign's check of files
 
 # A copy of the child in tests/test_crash.py (tests import nothing from bench/).
 CHILD = r"""
@@ -89,35 +88,6 @@ def kill_round(ws: Path, mode: str, rng: random.Random, early_kill: bool) -> tup
     return output, "" if proc.returncode == -signal.SIGKILL else err or f"exit {proc.returncode}"
 
 
-def corrupt_files(ws: Path) -> list[str]:
-    """Files a kill left unreadable (a torn last audit line is allowed: it is repaired)."""
-    bad = []
-    try:
-        parsed = markdown.parse((ws / "MEMORY.md").read_bytes())
-        if parsed.bad:
-            bad.append(f"MEMORY.md: {len(parsed.bad)} undecodable line(s)")
-    except FileNotFoundError:
-        pass  # killed before the first checkpoint
-    snapshot = ws / "memory" / "LTM_SNAPSHOT.json"
-    if snapshot.exists():
-        try:
-            Snapshot.load(snapshot)
-        except MemstrataError as exc:
-            bad.append(f"snapshot: {exc}")
-    audit = ws / "memory" / "LTM_AUDIT.jsonl"
-    if audit.exists():
-        for number, line in enumerate(audit.read_bytes().split(b"\n")[:-1], start=1):
-            try:
-                json.loads(line)
-            except ValueError:
-                bad.append(f"LTM_AUDIT.jsonl line {number} is not JSON")
-                break
-    bad += [
-        f"doctor: {f.message}" for f in diagnose(Workspace.locate(ws)) if f.level is Level.ERROR
-    ]
-    return bad
-
-
 def campaign(args: argparse.Namespace, base: Path) -> dict[str, Any]:
     rng = random.Random(args.seed)
     result: dict[str, Any] = {"rounds": 0, "acknowledged": 0, "lost": 0, "corrupt_files": 0}
@@ -148,7 +118,7 @@ def campaign(args: argparse.Namespace, base: Path) -> dict[str, Any]:
             {"R": remembered, "f": forgetting, "F": forgotten}[kind].add(text)
             if kind != "f":  # "f" announces a forget that may not have returned
                 result["acknowledged"] += 1
-        bad = corrupt_files(ws)
+        bad = file_problems(ws)
         result["corrupt_files"] += len(bad)
         problems += [f"round {round_no} ({mode}): {message}" for message in bad]
         with Memory.open(ws) as memory:
