@@ -457,3 +457,23 @@ def test_layer_names_and_files_come_from_one_table() -> None:
     # a file named like another layer's is in the layer of its folder
     assert layer_of("semantic/SESSION-STATE.md") == "semantic"
     assert layer_of("sessions/s1.audit.jsonl") is None
+
+
+_SEGMENTS = st.sampled_from(
+    ["MEMORY.md", "memory", "sessions", "archive", "notes", "inbox", "x.md", "2026-01-01.md",
+     "a.jsonl", "a.audit.jsonl", "SESSION-STATE.md", "core", "summaries", "[x].md", "a*b?.md"]
+)  # fmt: skip
+
+
+@given(st.lists(_SEGMENTS | st.text(alphabet="ab.-*?[]0", max_size=6), min_size=1, max_size=4))
+def test_the_compiled_globs_match_as_fnmatch_does_segment_by_segment(segments: list[str]) -> None:
+    from fnmatch import fnmatchcase
+
+    from memstrata.storage.layers import LAYERS, matches
+
+    path = "/".join(segments)
+    for layer in LAYERS:
+        for glob in layer.files + layer.exclude:
+            parts, globs = path.split("/"), glob.split("/")
+            expected = len(parts) == len(globs) and all(map(fnmatchcase, parts, globs))
+            assert matches(path, glob) == expected, (path, glob)

@@ -31,10 +31,10 @@ Invariants shared by every writer here:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from fnmatch import fnmatchcase
 from types import MappingProxyType
 
 __all__ = ["LAYERS", "POLICY", "SEARCHABLE", "Layer", "Policy", "layer_of"]
@@ -123,15 +123,38 @@ SEARCHABLE = frozenset(layer.name for layer in LAYERS if layer.files)
 
 def matches(path: str, pattern: str) -> bool:
     """True when ``path`` matches glob ``pattern`` segment by segment."""
-    parts, globs = path.split("/"), pattern.split("/")
-    return len(parts) == len(globs) and all(map(fnmatchcase, parts, globs))
+    return _compiled((pattern,)).fullmatch(path) is not None
+
+
+def _compiled(globs: tuple[str, ...]) -> re.Pattern[str]:
+    """One regex for ``globs``, segment by segment: ``*`` and ``?`` never
+    cross a ``/``; ``[...]`` is a character class; all else is literal."""
+    alternatives = []
+    for glob in globs:
+        pieces = []
+        for piece in re.split(r"(\*|\?|\[[^\]/]+\])", glob):
+            if piece == "*":
+                pieces.append("[^/]*")
+            elif piece == "?":
+                pieces.append("[^/]")
+            elif piece.startswith("[") and piece.endswith("]") and len(piece) > 2:
+                pieces.append(piece)
+            else:
+                pieces.append(re.escape(piece))
+        alternatives.append("".join(pieces))
+    return re.compile("|".join(alternatives) or r"(?!)")
+
+
+# Each layer's files and exclusions, compiled once: ``layer_of`` runs for
+# every file of every index scan.
+_MATCHERS = tuple(
+    (layer.name, _compiled(layer.files), _compiled(layer.exclude)) for layer in LAYERS
+)
 
 
 def layer_of(path: str) -> str | None:
     """The layer of a workspace-relative path, None if it is not searchable."""
-    for layer in LAYERS:
-        if any(matches(path, glob) for glob in layer.files) and not any(
-            matches(path, glob) for glob in layer.exclude
-        ):
-            return layer.name
+    for name, files, exclude in _MATCHERS:
+        if files.fullmatch(path) and not exclude.fullmatch(path):
+            return name
     return None
