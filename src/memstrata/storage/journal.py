@@ -47,12 +47,12 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ..model import now
 from .files import atomic_write
 
-__all__ = ["Journal", "JournalProblem", "JournalScan", "Record", "scan"]
+__all__ = ["Journal", "JournalProblem", "JournalScan", "Log", "Record", "scan"]
 
 FORMAT = 1
 
@@ -105,6 +105,45 @@ class _GroupCommit:
     pending: int = 0
     since: float = 0.0
     timer: threading.Timer | None = field(default=None, repr=False)
+
+
+class Log(Protocol):
+    """The engine's record log: ``Journal`` (a file) or
+    ``postgres.journal.PostgresJournal`` (rows of one tenant).
+
+    The semantics are ``Journal``'s (this module's invariants): ``records`` are
+    those since the last ``reset`` (what the next checkpoint folds in),
+    ``read_new`` gives what others appended since the last call, ``gap`` says
+    records were missed (others reset more than once: reload the snapshot,
+    apply ``records``, clear it), ``append`` is called only under the
+    workspace lock and is acknowledged when that lock is released (the file:
+    at ``append(sync=True)`` or the group commit; a database: at the commit).
+    """
+
+    base_lsn: int
+    last_lsn: int
+    header: dict[str, Any]
+    records: list[Record]
+    gap: bool
+    problems: list[JournalProblem]
+
+    def open(self, *, base_lsn: int) -> list[Record]: ...
+
+    def read_new(self, *, repair: bool = False) -> list[Record]: ...
+
+    def append(self, op: str, payload: dict[str, Any], *, sync: bool) -> Record: ...
+
+    def sync(self) -> None: ...
+
+    def unsynced(self) -> int: ...
+
+    def size(self) -> int: ...
+
+    def take_corrupt(self) -> list[JournalProblem]: ...
+
+    def reset(self, base_lsn: int, header: dict[str, Any]) -> None: ...
+
+    def close(self) -> None: ...
 
 
 class Journal:

@@ -27,15 +27,39 @@ import threading
 import time
 from pathlib import Path
 from types import TracebackType
+from typing import Protocol
 
 from ..errors import Conflict, StorageError
 
-__all__ = ["ReadOnlyLock", "WorkspaceLock", "lock_holder"]
+__all__ = ["Lock", "ReadOnlyLock", "WorkspaceLock", "lock_holder"]
 
 _GATE_POLL_SECONDS = 0.0005  # waiting at the turnstile, backing off to ...
 _MAX_POLL_SECONDS = 0.05
 _NEXT_POLL_SECONDS = 0.0001  # the waiter holding the turnstile
 _NEXT_MAX_POLL_SECONDS = 0.002
+
+
+class Lock(Protocol):
+    """The writer lock of one workspace (``WorkspaceLock``, or
+    ``postgres.lock.PostgresLock``: a transaction holding an advisory lock,
+    committed when the outermost ``with`` ends). Re-entrant in one thread;
+    ``Conflict`` after ``timeout`` seconds of waiting."""
+
+    timeout: float
+
+    @property
+    def held(self) -> bool: ...
+
+    def __enter__(self) -> object: ...
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None: ...
+
+    def close(self) -> None: ...
 
 
 class WorkspaceLock:

@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
 from ..errors import InvalidInput, NotFound
 from .files import create_new, storage_errors
+from .volume import DiskVolume, Volume
 
 __all__ = ["GROUP_NAME", "Workspace", "init_workspace", "session_stem"]
 
@@ -65,11 +66,17 @@ _SYSTEM_GITIGNORE = (
 
 @dataclass(frozen=True, slots=True)
 class Workspace:
-    """Paths of one group's workspace."""
+    """Paths of one group's workspace, and its files (``volume``: the folder
+    ``path`` unless another volume is given)."""
 
     root: Path
     path: Path
     group: str | None
+    volume: Volume = field(default=None, compare=False, repr=False)  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        if getattr(self, "volume", None) is None:  # not given: the folder
+            object.__setattr__(self, "volume", DiskVolume(self.path))
 
     @classmethod
     def locate(cls, root: Path, group: str | None = None) -> Workspace:

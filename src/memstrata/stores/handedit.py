@@ -32,7 +32,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -40,6 +39,7 @@ from pathlib import Path
 
 from ..model import DEFAULT_CATEGORY, ID_PATTERN, MAX_TEXT_CHARS, Item, Source, dedupe_key
 from ..storage.files import atomic_write
+from ..storage.volume import SETTLE_SECONDS, settled
 from . import markdown
 from .longterm import Change, LongTermStore
 
@@ -54,7 +54,6 @@ __all__ = [
     "settled",
 ]
 
-SETTLE_SECONDS = 0.5
 MASS_DELETE_COUNT = 5
 MASS_DELETE_SHARE = 0.20
 HISTORY_KEEP = 6
@@ -160,12 +159,6 @@ class RenderHistory:
             if best is None or rank < best:
                 best, chosen = rank, content
         return Base.of(chosen)
-
-
-def settled(modified_ns: int, *, now_ns: int | None = None) -> bool:
-    """Whether a file last modified at ``modified_ns`` has been still long enough."""
-    current = time.time_ns() if now_ns is None else now_ns
-    return current - modified_ns >= SETTLE_SECONDS * 1e9
 
 
 @dataclass(slots=True)

@@ -1,0 +1,142 @@
+"""The ``Volume`` contract (``memstrata.storage.volume``): every place a
+workspace's files live passes these. A new backend adds itself to ``BACKENDS``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memstrata.errors import InvalidInput
+from memstrata.storage.volume import DiskVolume, Volume
+
+BACKENDS: dict[str, Callable[[Path], Volume]] = {
+    "disk": lambda tmp: DiskVolume(tmp / "ws"),
+}
+
+
+@pytest.fixture(params=sorted(BACKENDS))
+def volume(request: pytest.FixtureRequest, tmp_path: Path) -> Volume:
+    return BACKENDS[request.param](tmp_path)
+
+
+def test_it_is_a_volume(volume: Volume) -> None:
+    assert isinstance(volume, Volume)
+    assert volume.list() == []
+    assert volume.read("MEMORY.md") is None
+    assert volume.stat("MEMORY.md") is None
+
+
+def test_write_read_replace(volume: Volume) -> None:
+    volume.write("core/AGENT.md", b"one\n")
+    assert volume.read("core/AGENT.md") == b"one\n"
+    first = volume.stat("core/AGENT.md")
+    volume.write("core/AGENT.md", b"two, longer\n")
+    assert volume.read("core/AGENT.md") == b"two, longer\n"
+    second = volume.stat("core/AGENT.md")
+    assert first is not None and second is not None
+    assert second != first and second.size == len(b"two, longer\n")
+    assert volume.read("core") is None  # a folder is not a file
+
+
+def test_append_starts_its_own_line(volume: Volume) -> None:
+    volume.append("sessions/a.jsonl", b'{"a":1}\n', header=b"# h\n")
+    volume.append("sessions/a.jsonl", b'{"b":2}\n', header=b"# h\n")
+    assert volume.read("sessions/a.jsonl") == b'# h\n{"a":1}\n{"b":2}\n'
+    volume.write("torn.jsonl", b'{"a":1}\n{"tor')
+    volume.append("torn.jsonl", b'{"c":3}\n')
+    assert volume.read("torn.jsonl") == b'{"a":1}\n{"tor\n{"c":3}\n'
+    before = volume.stat("torn.jsonl")
+    volume.append("torn.jsonl", b"x\n")
+    assert volume.stat("torn.jsonl") != before
+
+
+def test_create_never_overwrites(volume: Volume) -> None:
+    assert volume.create("notes/inbox/a.md", b"first\n") is True
+    assert volume.create("notes/inbox/a.md", b"second\n") is False
+    assert volume.read("notes/inbox/a.md") == b"first\n"
+
+
+def test_rename_and_delete(volume: Volume) -> None:
+    volume.write("notes/a.md", b"a\n")
+    volume.write("notes/b.md", b"b\n")
+    volume.rename("notes/a.md", "notes/zettel/b.md")
+    volume.rename("notes/b.md", "notes/zettel/b.md")  # replaces
+    assert volume.read("notes/a.md") is None
+    assert volume.read("notes/zettel/b.md") == b"b\n"
+    assert volume.delete("notes/zettel/b.md") is True
+    assert volume.delete("notes/zettel/b.md") is False
+    assert volume.list() == []
+
+
+def test_list_by_folder_sorted(volume: Volume) -> None:
+    for rel in ["memory/2026-01-02.md", "MEMORY.md", "memory/x/deep.md", "memoryless.md"]:
+        volume.write(rel, rel.encode())
+    assert [rel for rel, _ in volume.list()] == sorted(
+        ["MEMORY.md", "memory/2026-01-02.md", "memory/x/deep.md", "memoryless.md"]
+    )
+    listed = dict(volume.list("memory/"))
+    assert sorted(listed) == ["memory/2026-01-02.md", "memory/x/deep.md"]
+    assert listed["memory/x/deep.md"] == volume.stat("memory/x/deep.md")
+    assert volume.list("nothing/") == []
+
+
+def test_swap_only_while_unchanged(volume: Volume) -> None:
+    assert volume.swap("MEMORY.md", b"v1\n", None).done  # only while absent
+    assert not volume.swap("MEMORY.md", b"v0\n", None).done
+    known = volume.stat("MEMORY.md")
+    assert known is not None
+    swapped = volume.swap("MEMORY.md", b"v2\n", known)
+    assert swapped.done and swapped.rescued is None
+    assert volume.read("MEMORY.md") == b"v2\n"
+    volume.write("MEMORY.md", b"a person's save\n")
+    assert not volume.swap("MEMORY.md", b"v3\n", known).done  # changed since
+    assert volume.read("MEMORY.md") == b"a person's save\n"
+
+
+@pytest.mark.parametrize("bad", ["", "/abs", "a/../b", "./a", "a//b", "a\\b", "a\x00", ".."])
+def test_bad_paths_refused(volume: Volume, bad: str) -> None:
+    for call in (
+        lambda: volume.read(bad),
+        lambda: volume.write(bad, b"x"),
+        lambda: volume.append(bad, b"x"),
+        lambda: volume.stat(bad),
+    ):
+        with pytest.raises(InvalidInput):
+            call()
+
+
+_NAMES = st.sampled_from(["a.md", "memory/b.md", "sessions/c.jsonl", "notes/inbox/d.md"])
+
+
+@settings(
+    max_examples=30,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    steps=st.lists(
+        st.tuples(st.sampled_from(["write", "append", "delete"]), _NAMES, st.binary(max_size=40)),
+        max_size=12,
+    )
+)
+def test_matches_a_dict_of_bytes(volume: Volume, steps: list[tuple[str, str, bytes]]) -> None:
+    """Any sequence of writes, appends and deletes reads back as a plain model would."""
+    for rel, _ in volume.list():
+        volume.delete(rel)
+    model: dict[str, bytes] = {}
+    for op, rel, data in steps:
+        if op == "write":
+            volume.write(rel, data)
+            model[rel] = data
+        elif op == "append":
+            volume.append(rel, data)
+            old = model.get(rel, b"")
+            model[rel] = old + (b"\n" if old and not old.endswith(b"\n") else b"") + data
+        else:
+            assert volume.delete(rel) is (rel in model)
+            model.pop(rel, None)
+    assert {rel: volume.read(rel) for rel, _ in volume.list()} == model
