@@ -10,11 +10,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import postgres_server
 from memstrata.errors import InvalidInput
+from memstrata.postgres.volume import PostgresVolume
 from memstrata.storage.volume import DiskVolume, Volume
 
 BACKENDS: dict[str, Callable[[Path], Volume]] = {
     "disk": lambda tmp: DiskVolume(tmp / "ws"),
+    "postgres": lambda tmp: PostgresVolume(postgres_server.app_url(), postgres_server.tenant()),
 }
 
 

@@ -29,6 +29,9 @@ row-level security that keeps tenants apart.
   ``memstrata_index_state.floor`` is the seq below which a tenant's log is
   incomplete (pruned or emptied by ``drop``): a reader whose place is below it
   loads everything again.
+* **A workspace's files and journal** (``0004_files``): ``memstrata_volume``
+  and ``memstrata_volume_parts`` (``volume``), ``memstrata_journal`` and
+  ``memstrata_journal_state`` (``journal``); see ``_FILES``.
 """
 
 from __future__ import annotations
@@ -56,6 +59,10 @@ TENANT_TABLES = (
     "memstrata_vectors",
     "memstrata_changes",
     "memstrata_index_state",
+    "memstrata_volume",
+    "memstrata_volume_parts",
+    "memstrata_journal",
+    "memstrata_journal_state",
 )
 # An unset setting reads as NULL in a session that never set it, and as '' in
 # one that did (a pooled connection): both must match no row.
@@ -151,6 +158,53 @@ CREATE TABLE memstrata_index_state (
 """
 
 
+# A workspace's files (``volume.PostgresVolume``) and its journal
+# (``journal.PostgresJournal``). Paths sort and compare by code point
+# (COLLATE "C"), as Python sorts them. A file is its ``content`` followed by
+# its ``parts`` in ``seq`` order: ``append`` adds a part (its cost is the bytes
+# appended), ``write`` replaces the content and drops the parts. ``inode``
+# takes a fresh value of ``memstrata_volume_inode`` at every write (``seq`` of
+# a part too), so a file's ``Stat`` changes whenever its bytes do. A journal
+# record's ``data`` is ``json`` (not ``jsonb``): its text, key order included,
+# is kept as written.
+_FILES = """
+CREATE SEQUENCE memstrata_volume_inode;
+CREATE TABLE memstrata_volume (
+    tenant text NOT NULL CHECK (tenant <> ''),
+    path text COLLATE "C" NOT NULL,
+    content bytea NOT NULL,
+    size bigint NOT NULL,                      -- of content and parts
+    line_ended boolean NOT NULL,               -- the last byte is a line break
+    parts integer NOT NULL DEFAULT 0,          -- how many parts follow the content
+    mtime_ns bigint NOT NULL,                  -- the database's clock at the last write
+    inode bigint NOT NULL,
+    PRIMARY KEY (tenant, path)
+);
+CREATE TABLE memstrata_volume_parts (
+    tenant text NOT NULL CHECK (tenant <> ''),
+    path text COLLATE "C" NOT NULL,
+    seq bigint NOT NULL,
+    data bytea NOT NULL,
+    PRIMARY KEY (tenant, path, seq),
+    FOREIGN KEY (tenant, path) REFERENCES memstrata_volume (tenant, path)
+        ON DELETE CASCADE ON UPDATE CASCADE
+);
+CREATE TABLE memstrata_journal (
+    tenant text NOT NULL CHECK (tenant <> ''),
+    lsn bigint NOT NULL,
+    op text NOT NULL,
+    data json NOT NULL,                        -- the record as the file journal writes it
+    PRIMARY KEY (tenant, lsn)
+);
+CREATE TABLE memstrata_journal_state (
+    tenant text PRIMARY KEY CHECK (tenant <> ''),
+    base_lsn bigint NOT NULL,                  -- every record up to it is checkpointed
+    epoch bigint NOT NULL DEFAULT 1,           -- +1 at every reset
+    header json NOT NULL
+);
+"""
+
+
 def _logged(what: str, table: str, key: str, column: str) -> str:
     """A trigger that logs every row of ``table`` written or deleted, by its
     ``key``, in the tenant's change log (``memstrata_changes.column``)."""
@@ -188,6 +242,16 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
             "memstrata_vectors",
             "memstrata_changes",
             "memstrata_index_state",
+        ),
+    ),
+    (
+        "0004_files",
+        _FILES
+        + _isolated(
+            "memstrata_volume",
+            "memstrata_volume_parts",
+            "memstrata_journal",
+            "memstrata_journal_state",
         ),
     ),
 )
