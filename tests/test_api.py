@@ -225,8 +225,8 @@ def test_a_url_is_never_taken_for_a_folder(tmp_path: Path, monkeypatch: pytest.M
     from memstrata import BackendUnavailable, InvalidInput
 
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(BackendUnavailable, match="PostgreSQL backend"):
-        memstrata.Memory.open("postgresql://user@db.example/memory", group="team-a")
-    with pytest.raises(InvalidInput, match="https:// URL, not a folder"):
+    with pytest.raises(BackendUnavailable):  # the database, which is not there
+        memstrata.Memory.open("postgresql://user@db.invalid/memory?connect_timeout=2", group="a")
+    with pytest.raises(InvalidInput, match="https:// URL: a workspace is a folder or a postgresql"):
         memstrata.Memory.open("https://example.com/ws")
     assert list(tmp_path.iterdir()) == []  # no folder named "postgresql:" or "https:"

@@ -23,7 +23,7 @@ import pytest
 
 from memstrata import Memory
 from memstrata.doctor import Level, diagnose
-from memstrata.storage.files import list_quarantine
+from memstrata.storage.quarantine import list_quarantine
 from memstrata.storage.workspace import Workspace
 from memstrata.stores import markdown
 from memstrata.stores.longterm import Snapshot

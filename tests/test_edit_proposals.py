@@ -14,7 +14,7 @@ import pytest
 
 from memstrata import Memory
 from memstrata.errors import Conflict, NotFound
-from memstrata.storage.files import list_quarantine
+from memstrata.storage.quarantine import list_quarantine
 
 
 def _backdate(path: Path, seconds: float = 10.0) -> None:
@@ -303,15 +303,19 @@ def test_a_same_size_rewrite_within_the_clock_tick_is_not_taken_for_unchanged(
 ) -> None:
     """Coarse mtimes and reused inodes can make a new file stat like the old one:
     a fingerprint taken right after a write must compare content."""
+    from memstrata.storage.volume import DiskVolume
     from memstrata.stores.longterm import Fingerprint
 
     path = tmp_path / "MEMORY.md"
     path.write_bytes(b"- one ^m00000001\n")
-    fingerprint = Fingerprint.of(path, path.read_bytes())
+    volume = DiskVolume(tmp_path)
+    stat = volume.stat("MEMORY.md")
+    assert stat is not None
+    fingerprint = Fingerprint.of(stat, path.read_bytes())
     st = path.stat()
     path.write_bytes(b"- two ^m00000001\n")  # same size, same inode
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))  # same mtime (one clock tick)
-    assert not fingerprint.matches(path)
+    assert not fingerprint.matches(volume, "MEMORY.md")
 
 
 @pytest.mark.slow

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memstrata import InvalidInput, Memory, NotFound, Source
-from memstrata.storage.files import list_quarantine
+from memstrata.storage.quarantine import list_quarantine
 from memstrata.stores.lessons import (
     KINDS,
     Lesson,

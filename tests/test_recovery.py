@@ -11,7 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from memstrata import Corrupt, Item, Memory, Source
 from memstrata.doctor import Level, diagnose
 from memstrata.model import new_item_id
-from memstrata.storage.files import atomic_write, list_quarantine
+from memstrata.storage.files import atomic_write
+from memstrata.storage.quarantine import list_quarantine
+from memstrata.storage.volume import DiskVolume
 from memstrata.storage.workspace import Workspace
 from memstrata.stores import markdown
 from memstrata.stores.longterm import Fingerprint, Snapshot, snapshot_row
@@ -171,7 +173,9 @@ def test_items_round_trip_through_memory_md_and_snapshot(tmp_path: Path, items: 
     md = ws / "MEMORY.md"
     rendered = markdown.render(items).encode()
     atomic_write(md, rendered)
-    fingerprint = Fingerprint.of(md, rendered)
+    stat = DiskVolume(ws).stat("MEMORY.md")
+    assert stat is not None
+    fingerprint = Fingerprint.of(stat, rendered)
     atomic_write(
         ws / "memory" / "LTM_SNAPSHOT.json",
         Snapshot.encode(0, fingerprint, [snapshot_row(i, None) for i in items]),

@@ -18,22 +18,26 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, TypedDict
 
-from .errors import BackendUnavailable, InvalidInput
+from .errors import InvalidInput
 
 __all__ = [
     "CONFIG_FILE",
+    "ENV_DATABASE_URL",
     "ENV_HOME",
     "ENV_SETTINGS",
     "Settings",
     "SettingsFields",
+    "is_database",
     "load_settings",
     "local_folder",
     "resolve_root",
     "settings_from_env",
+    "workspace_location",
     "workspace_settings",
 ]
 
 ENV_HOME = "MEMSTRATA_HOME"
+ENV_DATABASE_URL = "MEMSTRATA_DATABASE_URL"  # a workspace on PostgreSQL; before ENV_HOME
 #: The environment variables the entry points honour, and the setting each gives.
 ENV_SETTINGS = {
     "MEMSTRATA_SUMMARIZER": "summarizer",
@@ -130,32 +134,50 @@ _URL = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://")
 _POSTGRES = frozenset({"postgres", "postgresql"})
 
 
-def local_folder(location: str | os.PathLike[str]) -> Path:
-    """``location`` as the folder of a workspace on this machine; a URL is
-    refused in one line (it would otherwise become a folder named like
-    ``postgresql:``): ``BackendUnavailable`` for a PostgreSQL URL, whose
-    backend is not served by this version yet, ``InvalidInput`` for others."""
+def workspace_location(location: str | os.PathLike[str]) -> Path | str:
+    """Where a workspace is: a folder on this machine (a ``Path``), or the URL
+    of a PostgreSQL database (a ``str``). Any other URL is ``InvalidInput`` (it
+    would otherwise become a folder named like ``https:``)."""
     text = os.fspath(location)
     found = _URL.match(text)
     if found is None:
         return Path(text).expanduser()
     scheme = found.group("scheme").lower()
     if scheme in _POSTGRES:
-        raise BackendUnavailable(
-            f"{scheme}:// workspaces are not served by this version of memstrata yet "
-            "(the PostgreSQL backend is issue 15); give a folder"
-        )
-    raise InvalidInput(f"{text!r} is a {scheme}:// URL, not a folder for a workspace")
+        return text
+    raise InvalidInput(
+        f"{_shown(text)!r} is a {scheme}:// URL: a workspace is a folder or a postgresql:// URL"
+    )
 
 
-def resolve_root(workspace: str | os.PathLike[str] | None, env: Mapping[str, str]) -> Path:
-    """``--workspace`` if given, else ``$MEMSTRATA_HOME`` (in ``env``, the
-    entry point's environment), else ``~/.memstrata/workspace``."""
+def local_folder(location: str | os.PathLike[str]) -> Path:
+    """``location`` where only a folder on this machine will do (``export
+    --to``...): a database URL is ``InvalidInput`` in one line."""
+    found = workspace_location(location)
+    if isinstance(found, str):
+        raise InvalidInput(f"{_shown(found)!r} is a database URL; a folder is needed here")
+    return found
+
+
+def is_database(location: str | os.PathLike[str] | None) -> bool:
+    """Whether ``location`` names a database rather than a folder."""
+    return location is not None and isinstance(workspace_location(location), str)
+
+
+def _shown(url: str) -> str:
+    """``url`` without its password, for messages."""
+    return re.sub(r"(://[^/:@]*):[^/@]*@", r"\1:***@", url)
+
+
+def resolve_root(workspace: str | os.PathLike[str] | None, env: Mapping[str, str]) -> Path | str:
+    """``--workspace`` if given, else ``$MEMSTRATA_DATABASE_URL``, else
+    ``$MEMSTRATA_HOME`` (in ``env``, the entry point's environment), else
+    ``~/.memstrata/workspace``: a folder, or a database URL."""
     if workspace is not None and str(workspace):
-        return local_folder(workspace)
-    home = env.get(ENV_HOME)
-    if home:
-        return local_folder(home)
+        return workspace_location(workspace)
+    for name in (ENV_DATABASE_URL, ENV_HOME):
+        if env.get(name):
+            return workspace_location(env[name])
     return DEFAULT_HOME.expanduser()
 
 

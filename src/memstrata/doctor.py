@@ -19,9 +19,10 @@ from .capture.scan import load_rules
 from .config import load_settings
 from .errors import MemstrataError
 from .model import now
-from .storage.files import TEMP_MARK, list_quarantine
+from .storage.files import TEMP_MARK
 from .storage.journal import scan
 from .storage.lock import lock_holder
+from .storage.quarantine import list_quarantine
 from .storage.workspace import Workspace
 from .stores import handedit, markdown
 from .stores.handedit import RenderHistory
@@ -190,7 +191,7 @@ def _snapshot_and_markdown(ws: Workspace) -> list[Finding]:
             )
         )
     if snapshot is not None and snapshot.markdown is not None:
-        if snapshot.markdown.matches(ws.memory_md):
+        if snapshot.markdown.matches(ws.volume, "MEMORY.md"):
             findings.append(
                 Finding(Level.OK, "MEMORY.md", f"{len(parsed.lines)} fact line(s), as rendered")
             )
@@ -206,7 +207,7 @@ def _hand_edit(
     store = LongTermStore()
     store.reset(dict(snapshot.items), snapshot.lsn, snapshot.keys)
     rendering = markdown.render(snapshot.items.values()).encode()
-    base = RenderHistory(ws.system / "rendered").base_for(data, lambda: rendering)
+    base = RenderHistory(ws.volume, ".memstrata/rendered/").base_for(data, lambda: rendering)
     plan = handedit.plan(data, parsed, base, store, at=now())
     if plan.damage is not None:
         return Finding(
@@ -360,7 +361,7 @@ def _capture_rules(ws: Workspace) -> list[Finding]:
 
 
 def _quarantine(ws: Workspace) -> list[Finding]:
-    entries = list_quarantine(ws.quarantine)
+    entries = list_quarantine(ws.volume)
     if not entries:
         return [Finding(Level.OK, "quarantine", "empty")]
     findings = [

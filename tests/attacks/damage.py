@@ -27,7 +27,7 @@ from random import Random
 from memstrata import Memory
 from memstrata.config import load_settings
 from memstrata.errors import InvalidInput
-from memstrata.storage.files import list_quarantine
+from memstrata.storage.quarantine import list_quarantine
 from memstrata.storage.workspace import Workspace
 from memstrata.stores.transcripts import read_turns_at, transcript_path
 

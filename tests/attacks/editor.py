@@ -22,7 +22,7 @@ from pathlib import Path
 from random import Random
 
 from memstrata import Memory
-from memstrata.storage.files import list_quarantine
+from memstrata.storage.quarantine import list_quarantine
 from memstrata.stores.handedit import SETTLE_SECONDS
 
 from .common import Attack, Progress, Try, file_problems, quiet, rounds, seed_for

@@ -214,8 +214,14 @@ def _compile(raw_packs: dict[str, dict[str, Any]], use_triggers: bool) -> RuleSe
     return RuleSet(packs, fast=use_triggers)
 
 
-def load_rules(extra_dir: Path | None = None, *, use_triggers: bool = True) -> RuleSet:
-    """Compile the built-in packs plus every ``*.toml`` pack in ``extra_dir``.
+def load_rules(
+    extra_dir: Path | None = None,
+    *,
+    use_triggers: bool = True,
+    extra_packs: Sequence[tuple[str, str]] = (),
+) -> RuleSet:
+    """Compile the built-in packs plus every ``*.toml`` pack in ``extra_dir``
+    and the ``(name, toml text)`` of ``extra_packs``.
 
     ``use_triggers=False`` ignores the rules' triggers (every category's pattern
     runs on every message): the same results, slower; for checking triggers.
@@ -232,6 +238,8 @@ def load_rules(extra_dir: Path | None = None, *, use_triggers: bool = True) -> R
             except (OSError, UnicodeDecodeError) as exc:
                 raise InvalidInput(f"capture rules {path}: cannot read: {exc}") from None
             _read_pack(str(path), raw, raw_packs)
+    for name, raw in extra_packs:
+        _read_pack(name, raw, raw_packs)
     return _compile(raw_packs, use_triggers)
 
 

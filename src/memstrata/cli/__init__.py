@@ -9,6 +9,7 @@ errors exit 2 (click's convention).
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from .. import __version__
 from ..capture.scan import Entry, RuleSet, load_rules
 from ..capture.scan import scan as scan_text
 from ..capture.secrets import redact
+from ..config import settings_from_env
 from ..demo import run_demo
 from ..doctor import Level, diagnose
 from ..memory import Memory
@@ -29,6 +31,7 @@ from ..storage.workspace import init_workspace
 from .base import (
     Group,
     console,
+    database_url,
     json_option,
     locate,
     open_memory,
@@ -72,6 +75,15 @@ def cli() -> None:
 @json_option
 def init(workspace: str | None, group: str | None, as_json: bool) -> None:
     """Create the workspace layout (never overwrites a file)."""
+    url = database_url(workspace)
+    if url is not None:
+        with Memory.open(url, group, **settings_from_env(os.environ)) as memory:
+            where = memory.workspace.where
+        if as_json:
+            print_json({"workspace": where, "created": []})
+        else:
+            console.print(Text.assemble("Initialised memstrata workspace at ", (where, "bold")))
+        return
     ws = locate(workspace, group)
     created = init_workspace(ws)
     with Memory.open(ws.root, ws.group, **settings_of(ws)):

@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 import click
 from rich.console import Console
 
-from ..config import resolve_root, workspace_settings
+from ..config import local_folder, resolve_root, settings_from_env, workspace_settings
 from ..errors import InvalidInput, MemstrataError
 from ..memory import Memory
 from ..model import Source
@@ -158,7 +158,16 @@ def source_option(help: str) -> Callable[[F], F]:
 
 
 def locate(workspace: str | None, group: str | None) -> Workspace:
-    return Workspace.locate(resolve_root(workspace, os.environ), group)
+    """The workspace folder of ``--workspace``/``--group`` (a command that
+    needs a folder: a database URL is refused in one line)."""
+    found = resolve_root(workspace, os.environ)
+    return Workspace.locate(local_folder(found) if isinstance(found, str) else found, group)
+
+
+def database_url(workspace: str | None) -> str | None:
+    """The database URL ``--workspace`` (or ``$MEMSTRATA_DATABASE_URL``) names, if any."""
+    found = resolve_root(workspace, os.environ)
+    return found if isinstance(found, str) else None
 
 
 def settings_of(ws: Workspace) -> dict[str, Any]:
@@ -169,6 +178,11 @@ def settings_of(ws: Workspace) -> dict[str, Any]:
 
 @contextmanager
 def open_memory(workspace: str | None, group: str | None) -> Iterator[Memory]:
+    url = database_url(workspace)
+    if url is not None:  # settings from the environment only: no memstrata.toml there
+        with Memory.open(url, group, create=False, **settings_from_env(os.environ)) as memory:
+            yield memory
+        return
     ws = locate(workspace, group)
     ws.require()
     with Memory.open(ws.root, ws.group, create=False, **settings_of(ws)) as memory:

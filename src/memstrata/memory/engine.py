@@ -41,13 +41,11 @@ import atexit
 import builtins
 import contextlib
 import functools
-import json
 import logging
 import threading
 import weakref
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 from ..capture.scan import RuleSet
@@ -55,19 +53,21 @@ from ..capture.secrets import redact
 from ..config import Settings
 from ..errors import InvalidInput, MemstrataError, NotFound
 from ..model import Item, Source, WriteEvent, clean_session, clean_text, now
-from ..storage.files import (
-    append_durable,
-    atomic_write,
-    last_jsonl_record,
-    quarantine_bytes,
-    storage_errors,
-    sweep_temp_files,
+from ..storage.files import storage_errors, sweep_temp_files
+from ..storage.journal import Journal, Log, Record
+from ..storage.lock import Lock, ReadOnlyLock, WorkspaceLock
+from ..storage.quarantine import quarantine_bytes
+from ..storage.workspace import (
+    DOCS_AUDIT,
+    LESSONS,
+    LESSONS_AUDIT,
+    LTM_AUDIT,
+    MEMORY_MD,
+    SNAPSHOT,
+    Workspace,
 )
-from ..storage.journal import Journal, Record
-from ..storage.lock import ReadOnlyLock, WorkspaceLock
-from ..storage.workspace import Workspace
+from ..stores import audit, docs, handedit, markdown
 from ..stores import daily as notes
-from ..stores import docs, handedit, markdown
 from ..stores.lessons import OP_LESSON_PUT, Lesson, LessonStore
 from ..stores.longterm import (
     OP_DELETE,
@@ -107,13 +107,20 @@ class Engine:
         rules: RuleSet | None = None,
         *,
         read_only: bool = False,
+        journal: Log | None = None,
+        lock: Lock | None = None,
     ) -> None:
+        """On a folder the journal and lock are its files; a workspace on
+        another volume (a database) brings its own ``journal`` and ``lock``."""
         self.workspace = workspace
+        self.volume = workspace.volume
         self.settings = settings
         self.read_only = read_only
         self.rules = rules  # capture rules: the built-in packs plus the workspace's
-        lock = ReadOnlyLock if read_only else WorkspaceLock
-        self.lock = lock(workspace.lock, timeout=settings.lock_timeout_seconds)
+        if lock is None:
+            kind = ReadOnlyLock if read_only else WorkspaceLock
+            lock = kind(workspace.lock, timeout=settings.lock_timeout_seconds)
+        self.lock: Lock = lock
         self.state = threading.RLock()
         self.store = LongTermStore()
         self.lessons = LessonStore()
@@ -124,14 +131,16 @@ class Engine:
         self.fact_changes: builtins.list[str] = []
         self.fact_generation = 0
         self.events = Events()  # subscribers, turn and close listeners, write hooks
-        self.journal = Journal(
-            workspace.journal,
-            flush_every_updates=settings.flush_every_updates,
-            flush_interval_seconds=settings.flush_interval_seconds,
-            on_quarantine=functools.partial(quarantine_bytes, workspace.quarantine, "journal.wal"),
-            read_only=read_only,
-        )
-        self.memory_md = MemoryFile(workspace.memory_md, workspace.system / "rendered")
+        if journal is None:
+            journal = Journal(
+                workspace.journal,
+                flush_every_updates=settings.flush_every_updates,
+                flush_interval_seconds=settings.flush_interval_seconds,
+                on_quarantine=functools.partial(quarantine_bytes, self.volume, "journal.wal"),
+                read_only=read_only,
+            )
+        self.journal: Log = journal
+        self.memory_md = MemoryFile(self.volume)
         self.hand_edits = HandEdits(self)  # saves of MEMORY.md taken in as proposals
         self._header_seen: dict[str, Any] | None = None  # journal header already taken in
         self.notice_log: list[str] = []
@@ -265,14 +274,14 @@ class Engine:
     # -- internals: loading ---------------------------------------------------
 
     def load(self) -> None:
-        ws = self.workspace
-        if not self.read_only:
-            for folder in (ws.path, ws.path / "memory", ws.system):
+        local = self.volume.local
+        if not self.read_only and local is not None:
+            for folder in (local, local / "memory", local / ".memstrata"):
                 sweep_temp_files(folder)
         snapshot = self._reset_from_files()
         self._replay(self.journal.open(base_lsn=self.store.lsn))
         if self.read_only:
-            if not self.memory_md.unchanged() and ws.memory_md.exists():
+            if not self.memory_md.unchanged() and self.volume.stat(MEMORY_MD) is not None:
                 self.notice("read-only workspace: hand edits of MEMORY.md are not taken in")
             return
         # The snapshot's MEMORY.md fingerprint is newer than this header if a
@@ -287,6 +296,16 @@ class Engine:
             self._defer_checkpoint()
         elif snapshot is None or changed or self.lessons_dirty or self.journal.take_corrupt():
             self.checkpoint()
+
+    def reload_locked(self) -> None:
+        """Start again from the files, which an import replaced (lock held): the
+        journal's base goes past every lsn it had, so no reader takes an older
+        lsn for a new record."""
+        last = max(self.journal.last_lsn, self.store.lsn)
+        self._reset_from_files()
+        self.store.lsn = base = max(last, self.store.lsn)
+        known = self.memory_md.known
+        self.journal.reset(base, {"markdown": known.to_dict()} if known is not None else {})
 
     def _reset_from_files(self) -> Snapshot | None:
         """Reset RAM to the snapshot, else to MEMORY.md alone (lock held)."""
@@ -315,13 +334,12 @@ class Engine:
     def _replay_audit(self) -> LongTermStore:
         """The state ``LTM_AUDIT.jsonl`` arrives at (empty when it is unreadable)."""
         try:
-            return replay_audit(self.workspace.audit.read_bytes())
-        except OSError:
+            return replay_audit(self.volume.read(LTM_AUDIT) or b"")
+        except (OSError, MemstrataError):
             return LongTermStore()
 
     def _load_lessons(self) -> None:
-        path = self.workspace.lessons
-        data = path.read_bytes() if path.exists() else b""
+        data = self.volume.read(LESSONS) or b""
         lessons, bad = LessonStore.parse(data)
         for _number, raw, reason in bad:
             self.quarantine("memory/LESSONS.jsonl", raw, reason)
@@ -339,17 +357,17 @@ class Engine:
         return parsed
 
     def read_snapshot(self) -> Snapshot | None:
-        path = self.workspace.snapshot
-        if not path.exists():
+        raw = self.volume.read(SNAPSHOT)
+        if raw is None:
             return None
         try:
-            return Snapshot.load(path)
+            return Snapshot.decode(raw)
         except MemstrataError as exc:
             if self.read_only:
                 self.notice(f"{exc}; read from MEMORY.md instead (read-only workspace)")
                 return None
-            self.quarantine("memory/LTM_SNAPSHOT.json", path.read_bytes(), str(exc))
-            path.unlink()
+            self.quarantine(SNAPSHOT, raw, str(exc))
+            self.volume.delete(SNAPSHOT)
             self.notice(f"{exc}; moved to quarantine and rebuilt from MEMORY.md")
             return None
 
@@ -469,10 +487,10 @@ class Engine:
             self.quarantine("journal.wal", problem.data, reason)
         records = self.journal.records
         docs.redo_latest(ws.path, records)  # a writer may have died between log and rename
-        self._append_audit(ws.audit, [r for r in records if r.op.startswith("ltm.")])
-        self._append_audit(ws.lessons_audit, [r for r in records if r.op.startswith("lesson.")])
+        self._append_audit(LTM_AUDIT, [r for r in records if r.op.startswith("ltm.")])
+        self._append_audit(LESSONS_AUDIT, [r for r in records if r.op.startswith("lesson.")])
         self._append_audit(
-            ws.documents_audit, [r for r in records if docs.is_doc_op(r.op)], docs.audit_entry
+            DOCS_AUDIT, [r for r in records if docs.is_doc_op(r.op)], docs.audit_entry
         )
         retention = timedelta(days=self.settings.forgotten_retention_days)
         with self.state:
@@ -481,12 +499,12 @@ class Engine:
             rows = self.store.snapshot_rows()
             forgotten = builtins.list(self.store.forgotten.values())
             lessons = self.lessons.render()
-        if lessons or ws.lessons.exists():
-            atomic_write(ws.lessons, lessons)
+        if lessons or self.volume.stat(LESSONS) is not None:
+            self.volume.write(LESSONS, lessons)
         self.lessons_dirty = False
         fingerprint = self.memory_md.known
         assert fingerprint is not None  # replaced just now
-        atomic_write(ws.snapshot, Snapshot.encode(lsn, fingerprint, rows, forgotten))
+        self.volume.write(SNAPSHOT, Snapshot.encode(lsn, fingerprint, rows, forgotten))
         self.journal.reset(lsn, {"markdown": fingerprint.to_dict()})
         return True
 
@@ -502,23 +520,13 @@ class Engine:
 
     def _append_audit(
         self,
-        path: Path,
+        rel: str,
         records: builtins.list[Record],
         entry: Callable[[Record], dict[str, Any]] = lambda record: record.data,
     ) -> None:
-        """Append the records the audit log does not have yet (a crash may repeat a checkpoint)."""
-        if not records:
-            return
-        name = path.relative_to(self.workspace.path).as_posix()
-        last = last_jsonl_record(path, lambda torn: self.quarantine(name, torn, "torn last line"))
-        done = int(last.get("lsn", 0)) if last else 0
-        lines = [
-            json.dumps(entry(record), ensure_ascii=False, separators=(",", ":")) + "\n"
-            for record in records
-            if record.lsn > done
-        ]
-        if lines:
-            append_durable(path, "".join(lines).encode())
+        """Append the records the audit log does not have yet (``stores.audit``)."""
+        torn = functools.partial(self.quarantine, rel, reason="torn last line")
+        audit.append_new(self.volume, rel, records, lambda data: torn(data), entry)
 
     # -- internals: helpers ---------------------------------------------------
 
@@ -541,7 +549,7 @@ class Engine:
 
     def quarantine(self, original: str, data: bytes, reason: str) -> None:
         if not self.read_only:  # (a read-only workspace reads past bad bytes, keeps them)
-            quarantine_bytes(self.workspace.quarantine, original, data, reason)
+            quarantine_bytes(self.volume, original, data, reason)
 
     def note_exchange(self, user: str, agent: str, session: str | None, at: datetime) -> WriteEvent:
         """Append an exchange (already redacted) to the daily note (lock held):

@@ -30,12 +30,13 @@ from types import TracebackType
 from typing import Unpack
 
 from ..capture.scan import load_rules
-from ..config import Settings, SettingsFields, local_folder
+from ..config import Settings, SettingsFields, workspace_location
 from ..context.tokens import EstimateCounter, TokenCounter
 from ..context.window import ContextWindow, Message, WindowSettings
 from ..errors import InvalidInput, NotFound
 from ..model import Status, clean_session
-from ..storage.files import list_quarantine, storage_errors
+from ..storage.files import storage_errors
+from ..storage.quarantine import list_quarantine
 from ..storage.workspace import Workspace, init_workspace
 from .capture import Lessons, Observer
 from .context import PromptBuilder
@@ -46,6 +47,7 @@ from .facts import Facts
 from .layers import Core, Notes, Semantic, Working, migrate_at_open
 from .search import IndexOpener, Searcher
 from .sessions import Sessions
+from .transfer import Transfer, TransferReport
 
 __all__ = ["Memory"]
 
@@ -66,6 +68,8 @@ class Memory:
         self.working = Working(engine)
         self.semantic = Semantic(engine)
         self.notes = Notes(engine)
+        self._transfer = Transfer(engine)
+        self.export_to = self._transfer.export_to
         # The verbs an agent calls every turn, and the facts' own reads and
         # writes, are the parts' methods themselves: one definition and one
         # signature each, which type checkers and help() read from the part.
@@ -105,7 +109,9 @@ class Memory:
         open_index: IndexOpener | None = None,
         **fields: Unpack[SettingsFields],
     ) -> Memory:
-        """Open the workspace at ``path`` (``group``: ``path/groups/<group>``).
+        """Open the workspace at ``path`` (``group``: ``path/groups/<group>``),
+        or on the PostgreSQL database at a ``postgresql://`` URL (``group``: the
+        tenant; none is ``main``), which needs ``memstrata[postgres]``.
 
         ``create`` makes the layout when it is missing. ``settings`` (a
         ``memstrata.config.Settings``), or its fields as keyword arguments,
@@ -118,16 +124,33 @@ class Memory:
         if settings is not None and fields:
             raise InvalidInput("give settings= or its fields as keywords, not both")
         chosen = settings if settings is not None else Settings.from_mapping(dict(fields))
-        workspace = Workspace.locate(local_folder(path), group)
-        if read_only is None:
-            read_only = workspace.exists() and not os.access(workspace.system, os.W_OK)
-        if create and not read_only:
-            init_workspace(workspace)
+        location = workspace_location(path)
+        if isinstance(location, str):
+            from ..postgres.workspace import open_workspace  # the driver is an extra
+
+            remote = open_workspace(location, group, chosen)
+            workspace, journal, lock = remote.workspace, remote.journal, remote.lock
+            open_index = open_index or remote.open_index
+            read_only = bool(read_only)
         else:
-            workspace.require()
-        rules = load_rules(workspace.rules) if workspace.rules.is_dir() else None
-        engine = Engine(workspace, chosen, rules, read_only=read_only)
+            remote, journal, lock = None, None, None
+            workspace = Workspace.locate(location, group)
+            if read_only is None:
+                read_only = workspace.exists() and not os.access(workspace.system, os.W_OK)
+        try:
+            if create and not read_only:
+                init_workspace(workspace)
+            else:
+                workspace.require()
+            rules = load_rules(extra_packs=_rule_packs(workspace))
+        except BaseException:
+            if remote is not None:
+                remote.close()
+            raise
+        engine = Engine(workspace, chosen, rules, read_only=read_only, journal=journal, lock=lock)
         memory = cls(engine, open_index=open_index)
+        if remote is not None:  # after the parts: they let go of it first
+            engine.events.on_close(closed=remote.close)
         try:
             if read_only:
                 with storage_errors(f"read the workspace at {workspace.path}"):
@@ -142,6 +165,8 @@ class Memory:
             engine.closed = True
             engine.journal.close()
             engine.lock.close()
+            if remote is not None:
+                remote.close()
             raise
         engine.opened()
         return memory
@@ -149,6 +174,20 @@ class Memory:
     def close(self) -> None:
         """Checkpoint what is pending and release the files (idempotent)."""
         self.engine.close()
+
+    def import_from(
+        self, source: str | os.PathLike[str], group: str | None = None, *, dry_run: bool = False
+    ) -> TransferReport:
+        """Make this workspace's files those of the workspace at ``source`` (a
+        folder or a database URL, and its ``group``): what a person reads there
+        is then read here (``memory.transfer``). ``dry_run`` only reports."""
+        with Memory.open(source, group, create=False, read_only=dry_run or None) as other:
+            files = other._transfer.files()
+            where = other.workspace.where
+        return self._transfer.load(files, where, dry_run=dry_run)
+
+    def __repr__(self) -> str:
+        return f"<Memory {self.engine.workspace.where}>"
 
     def flush(self) -> None:
         """Make everything durable and render MEMORY.md and the snapshot now."""
@@ -214,7 +253,7 @@ class Memory:
                 journal_records=len(self.engine.journal.records),
                 journal_bytes=self.engine.journal.size,
                 unsynced=self.engine.journal.unsynced,
-                quarantined=len(list_quarantine(self.engine.workspace.quarantine)),
+                quarantined=len(list_quarantine(self.engine.volume)),
                 notices=tuple(self.engine.notice_log),
             )
 
@@ -252,3 +291,17 @@ class Memory:
                 name, chars=max(limit_tokens * 4 * 15 // 100, 200)
             ),
         )
+
+
+def _rule_packs(workspace: Workspace) -> builtins.list[tuple[str, str]]:
+    """The workspace's own capture rule packs: ``rules/*.toml``, by name."""
+    packs = []
+    for rel, _ in workspace.volume.list("rules/"):
+        if rel.count("/") != 1 or not rel.endswith(".toml"):
+            continue
+        raw = workspace.volume.read(rel) or b""
+        try:
+            packs.append((f"{workspace.where}/{rel}", raw.decode("utf-8")))
+        except UnicodeDecodeError as exc:
+            raise InvalidInput(f"capture rules {rel}: cannot read: {exc}") from None
+    return packs

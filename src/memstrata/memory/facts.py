@@ -26,7 +26,7 @@ from ..model import (
     now,
     parse_source,
 )
-from ..storage.files import list_quarantine
+from ..storage.quarantine import list_quarantine
 from ..stores.longterm import Forgotten
 from .engine import Engine, clean_user, safe_text
 
@@ -161,7 +161,7 @@ class Facts:
         self.engine.check_open()
         entries = [
             e
-            for e in list_quarantine(self.engine.workspace.quarantine)
+            for e in list_quarantine(self.engine.volume)
             if e.original == "MEMORY.md" and e.reason.startswith("damaged:")
         ]
         if stored is not None:

@@ -196,9 +196,12 @@ class PostgresVolume:
             if (None if row is None else Stat(*row)) != expect:
                 return Swapped(False)
             if row is None:
-                return Swapped(self._create(conn, rel, data))
-            self._write(conn, rel, data)
-            return Swapped(True)
+                if not self._create(conn, rel, data):
+                    return Swapped(False)
+            else:
+                self._write(conn, rel, data)
+            placed = conn.execute(_STAT, (rel,)).fetchone()
+            return Swapped(True, None, None if placed is None else Stat(*placed))
 
     # -- statements ------------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""Durable file primitives: atomic replace, durable append, quarantine.
+"""Durable file primitives: atomic replace, durable append.
 
 Invariants:
 
@@ -8,8 +8,6 @@ Invariants:
   old content or the new, never a mix; after return the new content survives
   a crash. A crash before the rename leaves only a ``.tmp-*`` file, which
   ``sweep_temp_files`` removes on the next open.
-* ``quarantine_bytes`` keeps every byte it is given (nothing is dropped) in
-  ``.memstrata/quarantine/`` and records why in ``INDEX.jsonl`` there.
 """
 
 from __future__ import annotations
@@ -22,23 +20,19 @@ import os
 import secrets
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from ..errors import StorageError
-from ..model import now
 
 __all__ = [
-    "QuarantineEntry",
     "append_durable",
     "atomic_write",
     "create_new",
     "exchange",
     "fsync_dir",
+    "last_json_object",
     "last_jsonl_record",
-    "list_quarantine",
-    "quarantine_bytes",
     "stage",
     "staged_write",
     "storage_errors",
@@ -179,7 +173,12 @@ def last_jsonl_record(path: Path, on_torn: Callable[[bytes], object]) -> dict[st
                 handle.truncate(start + end)
     except FileNotFoundError:
         return None
-    for line in reversed(tail[:end].splitlines()):
+    return last_json_object(tail[:end])
+
+
+def last_json_object(data: bytes) -> dict[str, Any] | None:
+    """The last line of ``data`` that is a JSON object (None if there is none)."""
+    for line in reversed(data.splitlines()):
         try:
             record = json.loads(line)
         except ValueError:
@@ -250,51 +249,3 @@ def _writer_alive(name: str) -> bool:
     except PermissionError:
         return True  # exists, owned by someone else
     return True
-
-
-@dataclass(frozen=True, slots=True)
-class QuarantineEntry:
-    """One thing moved aside: where it came from, where it is, and why."""
-
-    original: str
-    stored: str
-    reason: str
-    at: str
-    size: int
-
-
-def quarantine_bytes(quarantine_dir: Path, original: str, data: bytes, reason: str) -> Path:
-    """Keep ``data`` (from ``original``, workspace-relative) aside with a reason."""
-    quarantine_dir.mkdir(parents=True, exist_ok=True)
-    stamp = now().strftime("%Y%m%dT%H%M%S")
-    safe = original.replace("/", "__")
-    target = quarantine_dir / f"{stamp}-{secrets.token_hex(3)}-{safe}"
-    atomic_write(target, data)
-    entry = QuarantineEntry(
-        original=original,
-        stored=target.name,
-        reason=reason,
-        at=now().isoformat(),
-        size=len(data),
-    )
-    line = json.dumps(asdict(entry), ensure_ascii=False)
-    with open(quarantine_dir / "INDEX.jsonl", "a", encoding="utf-8") as index:
-        index.write(line + "\n")
-        index.flush()
-        os.fsync(index.fileno())
-    return target
-
-
-def list_quarantine(quarantine_dir: Path) -> list[QuarantineEntry]:
-    """What the quarantine holds, oldest first (unreadable index lines are skipped)."""
-    index = quarantine_dir / "INDEX.jsonl"
-    if not index.exists():
-        return []
-    entries = []
-    for line in index.read_text(encoding="utf-8", errors="replace").splitlines():
-        try:
-            data = json.loads(line)
-            entries.append(QuarantineEntry(**data))
-        except (ValueError, TypeError):
-            continue
-    return entries

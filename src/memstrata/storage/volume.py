@@ -7,7 +7,8 @@ default, and what ``export`` writes); ``postgres.volume.PostgresVolume``
 keeps each file as rows of one tenant. What every volume guarantees
 (``tests/contracts/test_volume_contract.py`` runs it on each):
 
-* ``read`` gives the whole file or None when there is none.
+* ``read`` gives the whole file or None when there is none (a folder where
+  a file belongs is an error, never "no file").
 * ``write`` replaces a file atomically (a reader sees the old bytes or the
   new, never a mix), durably on return unless ``durable=False``; folders are
   implicit (a file's parents exist as soon as it does).
@@ -36,6 +37,7 @@ keeps each file as rows of one tenant. What every volume guarantees
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import time
@@ -75,6 +77,7 @@ class Swapped:
 
     done: bool  # the new bytes are in place
     rescued: bytes | None = None  # a save that landed in what was replaced
+    stat: Stat | None = None  # of the new bytes as put in place (when done)
 
 
 @runtime_checkable
@@ -153,7 +156,7 @@ class DiskVolume:
     def read(self, rel: str) -> bytes | None:
         try:
             return self.path(rel).read_bytes()
-        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        except (FileNotFoundError, NotADirectoryError):
             return None
 
     def stat(self, rel: str) -> Stat | None:
@@ -161,8 +164,8 @@ class DiskVolume:
             st = os.stat(self.path(rel))
         except (FileNotFoundError, NotADirectoryError):
             return None
-        if not stat.S_ISREG(st.st_mode):
-            return None
+        if stat.S_ISDIR(st.st_mode):  # where a file belongs: an error, never "missing"
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(self.path(rel)))
         return Stat(st.st_size, st.st_mtime_ns, st.st_ino)
 
     def write(self, rel: str, data: bytes, *, durable: bool = True) -> None:
@@ -213,17 +216,20 @@ class DiskVolume:
                 before = os.fstat(old) if old is not None else None
                 if _stat_of(before) != expect or _stat_of(_stat_or_none(path)) != expect:
                     return Swapped(False)
+                # Taken before the switch: an editor truncating the file the
+                # instant after must not be taken for these bytes.
+                staged = _stat_of(os.stat(temp))
                 displaced = _switch(temp, path, before)
                 if displaced is False:
                     return Swapped(False)
                 fsync_dir(path.parent)
                 if isinstance(displaced, bytes):  # a save renamed in after the check
-                    return Swapped(True, displaced)
+                    return Swapped(True, displaced, staged)
                 if old is not None and before is not None:
                     after = os.fstat(old)
                     if (before.st_size, before.st_mtime_ns) != (after.st_size, after.st_mtime_ns):
-                        return Swapped(True, settled_bytes(old))
-                return Swapped(True)
+                        return Swapped(True, settled_bytes(old), staged)
+                return Swapped(True, None, staged)
             finally:
                 if old is not None:
                     os.close(old)

@@ -32,6 +32,14 @@ from .volume import DiskVolume, Volume
 
 __all__ = ["GROUP_NAME", "Workspace", "init_workspace", "session_stem"]
 
+# The engine's files, by their path in a workspace's volume.
+MEMORY_MD = "MEMORY.md"
+SNAPSHOT = "memory/LTM_SNAPSHOT.json"
+LTM_AUDIT = "memory/LTM_AUDIT.jsonl"
+LESSONS = "memory/LESSONS.jsonl"
+LESSONS_AUDIT = "memory/LESSONS_AUDIT.jsonl"
+DOCS_AUDIT = "memory/DOCS_AUDIT.jsonl"
+
 GROUP_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,62}")
 
 _TEMPLATES = {
@@ -56,6 +64,7 @@ _DIRECTORIES = (
     "summaries",
     ".memstrata/quarantine",
 )
+_MARKER = ".memstrata/.gitignore"  # written by init, last
 _SAFE_STEM = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")
 _UNSAFE_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
 _SYSTEM_GITIGNORE = (
@@ -146,27 +155,47 @@ class Workspace:
             return self.path / "SESSION-STATE.md"
         return self.path / "sessions" / session_stem(session) / "SESSION-STATE.md"
 
+    @classmethod
+    def on(cls, volume: Volume, group: str | None) -> Workspace:
+        """The workspace of ``group`` whose files are ``volume`` (not a folder:
+        a database). ``path`` is then a place no file can be made (``/dev/null``
+        is not a folder), so that code reaching for the folder fails loudly."""
+        nowhere = Path("/dev/null") / "memstrata" / (group or "main")
+        return cls(nowhere, nowhere, group, volume)
+
+    @property
+    def where(self) -> str:
+        """The workspace's place for messages: its folder, or a URL and tenant."""
+        return self.volume.where
+
     def exists(self) -> bool:
         """True when the workspace has been initialised."""
+        if self.volume.local is None:
+            return self.volume.stat(_MARKER) is not None
         return self.system.is_dir()
 
     def require(self) -> None:
         """Raise ``NotFound`` unless the workspace has been initialised."""
         if not self.exists():
             hint = f" --group {self.group}" if self.group else ""
+            where = self.root if self.volume.local is not None else self.where.split("#")[0]
             raise NotFound(
-                f"no memstrata workspace at {self.path} (create it with "
-                f"`memstrata init --workspace {self.root}{hint}`)"
+                f"no memstrata workspace at {self.where} (create it with "
+                f"`memstrata init --workspace {where}{hint}`)"
             )
 
     def missing(self) -> list[str]:
         """Layout entries (relative paths) that are not there."""
+        if self.volume.local is None:  # folders are implicit in a database
+            return [name for name in _TEMPLATES if self.volume.stat(name) is None]
         wanted = list(_DIRECTORIES) + list(_TEMPLATES)
         return [name for name in wanted if not (self.path / name).exists()]
 
 
 def init_workspace(workspace: Workspace) -> list[str]:
     """Create whatever of the layout is missing; returns what was created."""
+    if workspace.volume.local is None:
+        return _init_files(workspace.volume)
     if workspace.path.exists() and not workspace.path.is_dir():
         raise InvalidInput(f"{workspace.path} exists and is not a folder")
     created: list[str] = []
@@ -190,6 +219,18 @@ def init_workspace(workspace: Workspace) -> list[str]:
             if "lock.gate" not in known.split():
                 with ignore.open("a", encoding="utf-8") as out:
                     out.write(("" if known.endswith("\n") or not known else "\n") + "lock.gate\n")
+    return created
+
+
+def _init_files(volume: Volume) -> list[str]:
+    """``init`` on a volume that is not a folder: the template files only."""
+    templates = resources.files("memstrata") / "templates"
+    created = [
+        name
+        for name, template in _TEMPLATES.items()
+        if volume.create(name, (templates / template).read_bytes())
+    ]
+    volume.create(_MARKER, _SYSTEM_GITIGNORE.encode())  # last: the workspace exists now
     return created
 
 

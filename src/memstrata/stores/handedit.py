@@ -30,16 +30,14 @@ three-way merge, as version control does).
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 
+from ..errors import MemstrataError
 from ..model import DEFAULT_CATEGORY, ID_PATTERN, MAX_TEXT_CHARS, Item, Source, dedupe_key
-from ..storage.files import atomic_write
-from ..storage.volume import SETTLE_SECONDS, settled
+from ..storage.volume import SETTLE_SECONDS, Volume, settled
 from . import markdown
 from .longterm import Change, LongTermStore
 
@@ -87,49 +85,43 @@ def _ids(lines: frozenset[str]) -> set[str]:
 
 
 class RenderHistory:
-    """The last ``HISTORY_KEEP`` contents of MEMORY.md, kept as merge bases."""
+    """The last ``HISTORY_KEEP`` contents of MEMORY.md, kept as merge bases in
+    the folder ``prefix`` of a volume (each under the hash of its bytes)."""
 
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
+    def __init__(self, volume: Volume, prefix: str) -> None:
+        self.volume = volume
+        self.prefix = prefix  # ".memstrata/rendered/"
 
     def add(self, data: bytes) -> None:
-        """Keep ``data`` (not fsynced: losing it only weakens a later merge)."""
-        name = hashlib.sha256(data).hexdigest() + _SUFFIX
-        path = self.folder / name
+        """Keep ``data`` (not fsynced: losing it only weakens a later merge);
+        one kept already becomes the newest again."""
+        rel = self.prefix + hashlib.sha256(data).hexdigest() + _SUFFIX
         try:
-            if path.exists():
-                os.utime(path)  # newest again
-            else:
-                self.folder.mkdir(parents=True, exist_ok=True)
-                atomic_write(path, data, durable=False)
+            self.volume.write(rel, data, durable=False)
             for old in self._entries()[HISTORY_KEEP:]:
-                old.unlink(missing_ok=True)
-        except OSError:
+                self.volume.delete(old)
+        except (OSError, MemstrataError):
             pass  # a hint only; the snapshot's rendering remains the fallback base
 
-    def _entries(self) -> list[Path]:
+    def _entries(self) -> list[str]:
         """Kept contents, newest first."""
         try:
-            found = [p for p in self.folder.iterdir() if p.name.endswith(_SUFFIX)]
-        except OSError:
+            found = self.volume.list(self.prefix)
+        except (OSError, MemstrataError):
             return []
-        stamped = []
-        for path in found:
-            try:
-                stamped.append((path.stat().st_mtime_ns, path.name, path))
-            except OSError:
-                continue
-        return [path for _, _, path in sorted(stamped, reverse=True)]
+        stamped = [(st.mtime_ns, rel) for rel, st in found if rel.endswith(_SUFFIX)]
+        return [rel for _, rel in sorted(stamped, reverse=True)]
 
     def contents(self) -> list[bytes]:
         """Every kept content whose bytes still hash to its name, newest first."""
         out = []
-        for path in self._entries():
+        for rel in self._entries():
             try:
-                data = path.read_bytes()
-            except OSError:
+                data = self.volume.read(rel)
+            except (OSError, MemstrataError):
                 continue
-            if hashlib.sha256(data).hexdigest() + _SUFFIX == path.name:
+            name = rel.rsplit("/", 1)[-1]
+            if data is not None and hashlib.sha256(data).hexdigest() + _SUFFIX == name:
                 out.append(data)
         return out
 

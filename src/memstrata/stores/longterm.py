@@ -31,7 +31,6 @@ import dataclasses
 import gc
 import hashlib
 import json
-import os
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -54,6 +53,7 @@ from ..model import (
     parse_time_or_none,
 )
 from ..storage.journal import Record
+from ..storage.volume import Stat, Volume
 from . import markdown
 
 __all__ = [
@@ -89,24 +89,25 @@ class Fingerprint:
     checked_ns: int = 0  # when the stat was taken (0: unknown, never trusted alone)
 
     @classmethod
-    def of(cls, path: Path, data: bytes) -> Fingerprint:
-        """The fingerprint of ``path``, which was just written with ``data``."""
-        checked = time.time_ns()
-        st = os.stat(path)
+    def of(cls, stat: Stat, data: bytes) -> Fingerprint:
+        """The fingerprint of a file whose stat is ``stat``, just written with ``data``."""
         sha = hashlib.sha256(data).hexdigest()
-        return cls(st.st_size, st.st_mtime_ns, st.st_ino, sha, checked)
+        return cls(stat.size, stat.mtime_ns, stat.inode, sha, time.time_ns())
 
     @classmethod
-    def read(cls, path: Path) -> tuple[Fingerprint, bytes]:
-        """Read ``path``; stat first, so a later change never matches the result."""
+    def read(cls, volume: Volume, rel: str) -> tuple[Fingerprint, bytes] | None:
+        """Read ``rel``; stat first, so a later change never matches the result.
+        None when there is no file."""
         checked = time.time_ns()
-        st = os.stat(path)
-        data = path.read_bytes()
+        st = volume.stat(rel)
+        data = volume.read(rel)
+        if st is None or data is None:
+            return None
         sha = hashlib.sha256(data).hexdigest()
-        return cls(st.st_size, st.st_mtime_ns, st.st_ino, sha, checked), data
+        return cls(st.size, st.mtime_ns, st.inode, sha, checked), data
 
-    def check(self, path: Path) -> Fingerprint | None:
-        """This fingerprint, refreshed, while ``path`` still holds what it
+    def check(self, volume: Volume, rel: str) -> Fingerprint | None:
+        """This fingerprint, refreshed, while ``rel`` still holds what it
         describes; None once the file changed (or is gone).
 
         The stat alone decides only when it was taken well after the file's
@@ -114,22 +115,26 @@ class Fingerprint:
         fingerprint, stat first, lets the next check trust the stat).
         """
         checked = time.time_ns()
-        try:
-            st = os.stat(path)
-        except FileNotFoundError:
+        st = volume.stat(rel)
+        if st is None:
             return None
-        same = (st.st_size, st.st_mtime_ns, st.st_ino) == (self.size, self.mtime_ns, self.inode)
+        same = (st.size, st.mtime_ns, st.inode) == (self.size, self.mtime_ns, self.inode)
         if same and self.mtime_ns + _RACY_NS < self.checked_ns:
             return self
-        if st.st_size != self.size:
+        if st.size != self.size:
             return None
-        if hashlib.sha256(path.read_bytes()).hexdigest() != self.sha256:
+        data = volume.read(rel)
+        if data is None or hashlib.sha256(data).hexdigest() != self.sha256:
             return None
-        return Fingerprint(st.st_size, st.st_mtime_ns, st.st_ino, self.sha256, checked)
+        return Fingerprint(st.size, st.mtime_ns, st.inode, self.sha256, checked)
 
-    def matches(self, path: Path) -> bool:
-        """True when ``path`` still holds what this fingerprint describes."""
-        return self.check(path) is not None
+    def matches(self, volume: Volume, rel: str) -> bool:
+        """True when ``rel`` still holds what this fingerprint describes."""
+        return self.check(volume, rel) is not None
+
+    @property
+    def stat(self) -> Stat:
+        return Stat(self.size, self.mtime_ns, self.inode)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -173,12 +178,17 @@ class Snapshot:
 
     @classmethod
     def load(cls, path: Path) -> Snapshot:
-        """Read a snapshot; ``Corrupt`` if it is not one."""
+        """Read a snapshot file; ``Corrupt`` if it is not one."""
+        return cls.decode(path.read_bytes(), path.name)
+
+    @classmethod
+    def decode(cls, raw: bytes, name: str = "LTM_SNAPSHOT.json") -> Snapshot:
+        """A snapshot's bytes read; ``Corrupt`` (naming ``name``) if it is not one."""
         try:
             with _gc_paused():  # 100k small objects: collections would only slow this down
-                return cls._parse(path.read_bytes())
+                return cls._parse(raw)
         except (ValueError, KeyError, TypeError, InvalidInput) as exc:
-            raise Corrupt(f"{path.name} is not a readable snapshot: {exc}") from exc
+            raise Corrupt(f"{name} is not a readable snapshot: {exc}") from exc
 
     @classmethod
     def _parse(cls, raw: bytes) -> Snapshot:
