@@ -27,6 +27,7 @@ from __future__ import annotations
 import functools
 import itertools
 import json
+import os
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -126,7 +127,7 @@ def _scan_roots() -> tuple[str, ...]:
 
 def _linked(local: Path | None, rel: str) -> bool:
     """Whether ``rel`` is a symbolic link in the folder ``local`` (None: no disk)."""
-    return local is not None and (local / rel).is_symlink()
+    return local is not None and os.path.islink(os.path.join(local, rel))
 
 
 def chunk_file(path: str, data: bytes) -> list[Chunk]:
