@@ -456,12 +456,12 @@ def test_a_transcript_known_good_is_not_read_again_at_open(
         memory.record_turn(SESSION, user="first", assistant="one")
     with Memory.open(ws, embedder="none") as memory:
         memory.record_turn(SESSION, user="second", assistant="two")  # appended here: still good
-    read: list[Path] = []
+    read: list[str] = []
     real = history._upgrade_file  # noqa: SLF001
 
-    def counting(workspace: Workspace, path: Path, quarantine: object) -> list[str]:
-        read.append(path)
-        return real(workspace, path, quarantine)  # type: ignore[arg-type]
+    def counting(workspace: Workspace, where: str, quarantine: object) -> list[str]:
+        read.append(where)
+        return real(workspace, where, quarantine)  # type: ignore[arg-type]
 
     monkeypatch.setattr(history, "_upgrade_file", counting)
     with Memory.open(ws, embedder="none") as memory:
@@ -471,4 +471,4 @@ def test_a_transcript_known_good_is_not_read_again_at_open(
         handle.write(b"{garbage\n")
     with Memory.open(ws, embedder="none") as memory:
         assert "quarantined 1 unreadable line(s)" in " ".join(memory.status().notices)
-    assert read == [transcript(ws)]
+    assert read == [transcript(ws).relative_to(ws).as_posix()]

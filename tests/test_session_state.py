@@ -10,13 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memstrata.capture.scan import CATEGORIES
-from memstrata.stores.session_state import (
-    HEADER,
-    MAX_ENTRY_CHARS,
-    StateEntry,
-    append_entries,
-    parse_state,
-)
+from memstrata.storage.volume import DiskVolume
+from memstrata.stores import session_state
+from memstrata.stores.session_state import HEADER, MAX_ENTRY_CHARS, StateEntry, parse_state
 
 T0 = datetime(2025, 1, 15, 10, 30, tzinfo=UTC)
 OLDEST = datetime.min.replace(tzinfo=UTC)
@@ -24,6 +20,11 @@ OLDEST = datetime.min.replace(tzinfo=UTC)
 
 def _entry(n: int, text: str | None = None, category: str = "remember") -> StateEntry:
     return StateEntry(T0 + timedelta(minutes=n), category, text or f"entry number {n}")
+
+
+def append_entries(path: Path, entries: list[StateEntry], max_chars: int) -> None:
+    """``session_state.append_entries`` on the file ``path`` (its folder a volume)."""
+    session_state.append_entries(DiskVolume(path.parent), path.name, entries, max_chars)
 
 
 def _read(path: Path) -> list[StateEntry]:

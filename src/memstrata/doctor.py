@@ -251,9 +251,9 @@ def _transcripts(ws: Workspace) -> list[Finding]:
 
     findings = []
     total = 0
-    for path in transcript_files(ws):
+    for where, _ in transcript_files(ws):
         bad, old = [], 0
-        for number, raw in enumerate(path.read_bytes().splitlines(), start=1):
+        for number, raw in enumerate((ws.volume.read(where) or b"").splitlines(), start=1):
             if not raw.strip():
                 continue
             try:
@@ -267,7 +267,6 @@ def _transcripts(ws: Workspace) -> list[Finding]:
                     total += 1
             except (UnicodeDecodeError, ValueError):
                 bad.append(number)
-        where = path.relative_to(ws.path).as_posix()
         if bad:
             lines = ", ".join(map(str, bad[:5]))
             findings.append(
@@ -287,7 +286,7 @@ def _transcripts(ws: Workspace) -> list[Finding]:
                     "(the original is kept in .memstrata/backup/)",
                 )
             )
-    if ws.path.joinpath("history", "turns").is_dir():
+    if ws.volume.list("history/turns/"):
         findings.append(
             Finding(
                 Level.INFO,

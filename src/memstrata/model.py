@@ -50,6 +50,7 @@ __all__ = [
     "check_document",
     "clean_session",
     "clean_text",
+    "decoded_text",
     "dedupe_key",
     "new_item_id",
     "normalize_category",
@@ -123,6 +124,12 @@ def valid_text(text: str) -> str:
     except UnicodeEncodeError:
         return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
     return text
+
+
+def decoded_text(data: bytes) -> str:
+    """A file's bytes as text, as a file opened in text mode reads them: bytes
+    that are not UTF-8 replaced, ``\\r\\n`` and a lone ``\\r`` read as ``\\n``."""
+    return data.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
 
 
 def plain_line(text: str) -> str:

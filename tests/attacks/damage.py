@@ -29,7 +29,7 @@ from memstrata.config import load_settings
 from memstrata.errors import InvalidInput
 from memstrata.storage.quarantine import list_quarantine
 from memstrata.storage.workspace import Workspace
-from memstrata.stores.transcripts import read_turns_at, transcript_path
+from memstrata.stores.transcripts import read_turns
 
 from .common import (
     Attack,
@@ -88,7 +88,7 @@ def populate(ws: Path, journal: bool) -> Before:
     with Memory.open(ws, embedder="none", read_only=True) as memory:
         facts = {item.id: item.text for item in memory.list()}
         forgotten = {entry.item.id for entry in memory.forgotten()}
-    turns = {t.text_of("user") for t in read_turns_at(transcript_path(Workspace.locate(ws), "s1"))}
+    turns = {t.text_of("user") for t in read_turns(Workspace.locate(ws), "s1")}
     return Before(facts, forgotten, turns, (ws / "memory" / "notes.md").read_text().splitlines())
 
 
@@ -355,7 +355,7 @@ def compare(ws: Path, before: Before, damaged: bytes | None, attempt: Try) -> No
     attempt.attack.counts["edited_by_the_damage"] += len(edited)
     # Restorability of forgotten facts (kept in the snapshot only): counted, not a loss.
     attempt.attack.counts["forgotten_unrestorable"] += len(before.forgotten - forgotten)
-    turns = {t.text_of("user") for t in read_turns_at(transcript_path(Workspace.locate(ws), "s1"))}
+    turns = {t.text_of("user") for t in read_turns(Workspace.locate(ws), "s1")}
     notes = ws / "memory" / "notes.md"
     lines = set(notes.read_text(errors="replace").splitlines()) if notes.exists() else set()
     aside = bool(damaged) and quarantined(ws)

@@ -23,7 +23,7 @@ from random import Random
 from typing import Any
 
 from memstrata import Memory
-from memstrata.stores.transcripts import archive_path, read_turns, read_turns_at
+from memstrata.stores.transcripts import archive_rel, read_turns, read_turns_at
 
 from .common import (
     CHILD_EPILOGUE,
@@ -336,7 +336,7 @@ def _check_turns(ws: Path, expected: Expected, attempt: Try) -> None:
 
     workspace = Workspace.locate(ws)
     turns = read_turns(workspace, "kill", archived=True)
-    ids = [turn.id for turn in read_turns_at(archive_path(workspace, "kill"))]
+    ids = [turn.id for turn in read_turns_at(workspace.volume, archive_rel("kill"))]
     if len(set(ids)) < len(ids):
         attempt.fail("duplicated", f"{len(ids) - len(set(ids))} turn(s) archived twice")
     said = {turn.text_of("user"): turn for turn in turns}

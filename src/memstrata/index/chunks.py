@@ -24,7 +24,10 @@ code fences themselves are not indexed (the code inside is). A chunk's
 
 from __future__ import annotations
 
+import functools
+import itertools
 import json
+import os
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -33,6 +36,7 @@ from pathlib import Path
 
 from ..model import Item, parse_time_or_none
 from ..storage.layers import LAYERS, layer_of
+from ..storage.volume import Stat
 from ..storage.workspace import Workspace
 
 __all__ = [
@@ -51,6 +55,7 @@ _BULLET = re.compile(r"^\s{0,3}[-*+]\s+(?:\[[ xX]\]\s+)?")
 _ID_MARK = re.compile(r"\s+\^m[0-9a-z]{8}\s*$")
 _T = "transcripts"
 _STATE_LINE = re.compile(r"^-\s+\[([^\]]+)\]\s+\*\*([^*]+)\*\*:\s*(.*)$")
+_WILD = re.compile(r"[*?\[]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,18 +87,47 @@ class Chunk:
         )
 
 
-def searchable_files(workspace: Workspace) -> list[Path]:
+def searchable_files(workspace: Workspace) -> list[tuple[str, Stat]]:
     """Every searchable file of the workspace except MEMORY.md (its facts come
-    from the store), in path order."""
-    root = workspace.path
-    found: set[Path] = set()
-    patterns = [glob for layer in LAYERS if layer.name != "long_term" for glob in layer.files]
-    for pattern in patterns:
-        for path in root.glob(pattern):
-            relative = path.relative_to(root).as_posix()
-            if path.is_file() and not path.is_symlink() and layer_of(relative):
-                found.add(path)
+    from the store), with its ``Stat``, in path order: listed through the
+    workspace's volume, in the folders the layers' globs name. On a disk a
+    symbolic link (to a file or a folder) is not followed: it may point out of
+    the workspace."""
+    volume = workspace.volume
+    found = []
+    for root in _scan_roots():
+        if _linked(volume.local, root.rstrip("/")):
+            continue
+        if root.endswith("/"):
+            listed = volume.list(root)
+        else:
+            stat = volume.stat(root)
+            listed = [] if stat is None else [(root, stat)]
+        found += [
+            (rel, stat)
+            for rel, stat in listed
+            if layer_of(rel) not in (None, "long_term") and not _linked(volume.local, rel)
+        ]
     return sorted(found)
+
+
+@functools.cache
+def _scan_roots() -> tuple[str, ...]:
+    """Where the searchable layers' files are: the folder each glob starts in
+    (``"memory/"``) or the file it names outright (``"SESSION-STATE.md"``);
+    what lies in another of these folders is listed with it."""
+    roots = set()
+    for glob in (glob for layer in LAYERS if layer.name != "long_term" for glob in layer.files):
+        parts = glob.split("/")
+        fixed = list(itertools.takewhile(lambda part: not _WILD.search(part), parts))
+        roots.add(glob if len(fixed) == len(parts) else "".join(f"{part}/" for part in fixed))
+    folders = {root for root in roots if root.endswith("/")}
+    return tuple(sorted(r for r in roots if not any(r != f and r.startswith(f) for f in folders)))
+
+
+def _linked(local: Path | None, rel: str) -> bool:
+    """Whether ``rel`` is a symbolic link in the folder ``local`` (None: no disk)."""
+    return local is not None and os.path.islink(os.path.join(local, rel))
 
 
 def chunk_file(path: str, data: bytes) -> list[Chunk]:

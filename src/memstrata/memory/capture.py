@@ -37,6 +37,7 @@ from ..model import (
     parse_source,
     valid_text,
 )
+from ..storage.files import storage_errors
 from ..stores.lessons import (
     OP_LESSON_DELETE,
     Lesson,
@@ -96,9 +97,9 @@ class Observer:
         events: builtins.list[WriteEvent] = []
         with self.engine.transaction("record the message", catch_up=True):
             state = _state_entries(entries, at)
-            path = self.engine.workspace.session_state(session)
-            append_entries(path, state, self.engine.settings.session_state_max_chars)
-            where = path.relative_to(self.engine.workspace.path).as_posix()
+            where = self.engine.workspace.session_state_rel(session)
+            limit = self.engine.settings.session_state_max_chars
+            append_entries(self.engine.workspace.volume, where, state, limit)
             content = "".join(entry.render() for entry in state)
             events.append(WriteEvent("capture", "put", content, origin, where, session))
             facts = self._promote(entries, session, user, at, events)
@@ -143,11 +144,10 @@ class Observer:
     def session_state(self, session: str | None = None) -> builtins.list[StateEntry]:
         """The entries of a session's SESSION-STATE.md, oldest first."""
         self.engine.check_open()
-        path = self.engine.workspace.session_state(clean_session(session))
-        try:
-            return parse_state(path.read_text(encoding="utf-8", errors="replace"))
-        except FileNotFoundError:
-            return []
+        rel = self.engine.workspace.session_state_rel(clean_session(session))
+        with storage_errors("read the session state"):
+            data = self.engine.workspace.volume.read(rel)
+        return [] if data is None else parse_state(data.decode("utf-8", errors="replace"))
 
     def record_exchange(
         self, user: str, agent: str, *, session: str | None = None, at: datetime | None = None

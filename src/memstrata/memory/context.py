@@ -29,7 +29,6 @@ import builtins
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TypeVar, cast
 
 from ..context.build import Context, assemble, render_facts
@@ -37,12 +36,21 @@ from ..context.ranking import FactRanker
 from ..context.summarize import ExtractiveSummarizer, Summarizer, make_summarizer
 from ..context.tokens import EstimateCounter, TokenCounter
 from ..errors import InvalidInput, MemstrataError, NotFound
-from ..model import Item, Source, WriteEvent, category_title, clean_session, now, valid_text
-from ..storage.files import append_durable
+from ..model import (
+    Item,
+    Source,
+    WriteEvent,
+    category_title,
+    clean_session,
+    decoded_text,
+    now,
+    valid_text,
+)
+from ..storage.files import storage_errors
+from ..storage.volume import Stat
 from ..storage.workspace import session_stem
 from ..stores import core as core_layer
 from ..stores import transcripts as history
-from ..stores import working as working_layer
 from ..stores.compaction import update_meta
 from ..stores.longterm import OP_PUT
 from ..stores.session_state import StateEntry, parse_state
@@ -55,6 +63,7 @@ log = logging.getLogger("memstrata")
 
 RECENT_TURNS = 20
 LESSONS = 5
+_WORKING = "working/WORKING_MEMORY.md"
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +94,7 @@ class PromptBuilder:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
-        self._file_cache: dict[Path, tuple[tuple[int, int], object]] | None = None
+        self._file_cache: dict[str, tuple[Stat, object]] | None = None
         self._gate: FactRanker | None = None
         self._summary_counts: dict[str, int] | None = None
         self._facts_cache: tuple[tuple[int, int, int], list[tuple[str, str]]] | None = None
@@ -111,16 +120,15 @@ class PromptBuilder:
         name = clean_session(session)
         self.engine.check_open()
         counting = counter or EstimateCounter()
-        root = self.engine.workspace.path
         core = []
         for file in core_layer.FILES.values():
-            text = self._cached_text(root / "core" / file)
+            text = self._cached_text(f"core/{file}")
             if text:
                 core.append((f"core/{file}", text))
-        working_text = self._cached_text(working_layer.path(self.engine.workspace))
-        state_path = self.engine.workspace.session_state(name)
+        working_text = self._cached_text(_WORKING)
+        state_rel = self.engine.workspace.session_state_rel(name)
         state_lines = [
-            f"- {entry.category}: {entry.text}" for entry in self._cached_state(state_path)
+            f"- {entry.category}: {entry.text}" for entry in self._cached_state(state_rel)
         ]
         gate = self._fact_ranker()  # also picks up other processes' writes
 
@@ -146,16 +154,16 @@ class PromptBuilder:
             lessons = [f"- {lesson.text}" for lesson in self.engine.lessons.top(LESSONS)]
         recent = None
         if name is not None:
-            path = history.transcript_path(self.engine.workspace, name)
-            lines = self._cached_recent(path)
+            transcript = history.transcript_rel(name)
+            lines = self._cached_recent(transcript)
             if lines:
-                recent = (path.relative_to(root).as_posix(), lines)
+                recent = (transcript, lines)
         return assemble(
             budget_tokens,
             counting,
             core=core,
-            working=("working/WORKING_MEMORY.md", working_text) if working_text else None,
-            state=(state_path.relative_to(root).as_posix(), state_lines) if state_lines else None,
+            working=(_WORKING, working_text) if working_text else None,
+            state=(state_rel, state_lines) if state_lines else None,
             facts=gate.live,
             whole=self._live_facts,
             gated=gated,
@@ -192,35 +200,37 @@ class PromptBuilder:
         self._facts_cache = (version, facts)
         return facts
 
-    def _cached(self, path: Path, load: Callable[[Path], _T]) -> _T | None:
-        """``load(path)``, kept until the file's size or mtime change (None: no file)."""
+    def _cached(self, rel: str, load: Callable[[bytes], _T]) -> _T | None:
+        """``load`` of the bytes of file ``rel`` (read through the workspace's
+        volume), kept until the file's ``Stat`` changes (None: no file)."""
         cache = self._file_cache
         if cache is None:
             cache = self._file_cache = {}
-        try:
-            info = path.stat()
-        except FileNotFoundError:
-            cache.pop(path, None)
+        volume = self.engine.workspace.volume
+        with storage_errors(f"read {rel}"):
+            info = volume.stat(rel)
+            hit = cache.get(rel)
+            if info is not None and hit is not None and hit[0] == info:
+                return cast(_T, hit[1])
+            data = None if info is None else volume.read(rel)
+        if info is None or data is None:
+            cache.pop(rel, None)
             return None
-        key = (info.st_size, info.st_mtime_ns)
-        hit = cache.get(path)
-        if hit is not None and hit[0] == key:
-            return cast(_T, hit[1])
-        value = load(path)
-        cache[path] = (key, value)
+        value = load(data)
+        cache[rel] = (info, value)
         return value
 
-    def _cached_text(self, path: Path) -> str:
-        return self._cached(path, _read) or ""
+    def _cached_text(self, rel: str) -> str:
+        return self._cached(rel, decoded_text) or ""
 
-    def _cached_state(self, path: Path) -> builtins.list[StateEntry]:
-        return self._cached(path, lambda p: parse_state(_read(p))) or []
+    def _cached_state(self, rel: str) -> builtins.list[StateEntry]:
+        return self._cached(rel, lambda data: parse_state(decoded_text(data))) or []
 
-    def _cached_recent(self, path: Path) -> builtins.list[str]:
-        def load(_: Path) -> builtins.list[str]:
-            return history.conversation_lines(history.turns_since_summary(path)[-RECENT_TURNS:])
+    def _cached_recent(self, rel: str) -> builtins.list[str]:
+        def load(data: bytes) -> builtins.list[str]:
+            return history.conversation_lines(history.fresh_turns(data)[-RECENT_TURNS:])
 
-        return self._cached(path, load) or []
+        return self._cached(rel, load) or []
 
     # -- the live window ---------------------------------------------------------------
 
@@ -231,17 +241,16 @@ class PromptBuilder:
         if isinstance(chars, bool) or not isinstance(chars, int) or chars < 1:
             raise InvalidInput(f"chars must be a whole number >= 1, not {chars!r}")
         name = clean_session(session)
-        root = self.engine.workspace.path
         parts = []
         today = now().astimezone().date().isoformat()
         sources = [
-            ("Working buffer (memory/working-buffer.md)", root / "memory" / "working-buffer.md"),
-            ("Session state", self.engine.workspace.session_state(name)),
-            (f"Today's notes (memory/{today}.md)", root / "memory" / f"{today}.md"),
+            ("Working buffer (memory/working-buffer.md)", "memory/working-buffer.md"),
+            ("Session state", self.engine.workspace.session_state_rel(name)),
+            (f"Today's notes (memory/{today}.md)", f"memory/{today}.md"),
         ]
         share = max(chars // len(sources), 1)  # text[-0:] would be all of it
-        for title, path in sources:
-            text = self._cached_text(path).strip()
+        for title, rel in sources:
+            text = self._cached_text(rel).strip()
             if text:
                 tail = text if len(text) <= share else "…" + text[-share:]
                 parts.append(f"## {title}\n{tail}")
@@ -261,10 +270,12 @@ class PromptBuilder:
         if name is None:
             raise InvalidInput("compact_session needs a session")
         self.engine.check_open()
-        path = history.transcript_path(self.engine.workspace, name)
-        if not path.exists():
+        transcript = history.transcript_rel(name)
+        with storage_errors("read the transcript"):
+            data = self.engine.workspace.volume.read(transcript)
+        if data is None:
             raise NotFound(f"no transcript for session {name!r}")
-        turns = history.turns_since_summary(path)
+        turns = history.fresh_turns(data)
         if not turns:
             raise InvalidInput(f"session {name!r} has no turn since its last summary")
         chosen = summarizer or self._summarizer()
@@ -279,12 +290,10 @@ class PromptBuilder:
         ]
         events: builtins.list[WriteEvent] = []
         with self.engine.transaction("write the session summary"):
-            folder = self.engine.workspace.path / "summaries"
-            folder.mkdir(parents=True, exist_ok=True)
-            target = folder / f"{session_stem(name)}.md"
+            where = f"summaries/{session_stem(name)}.md"
             block = f"## Session Compaction {stamp} (turns {first}-{last}, {chosen.name})\n\n"
-            append_durable(
-                target,
+            self.engine.workspace.volume.append(
+                where,
                 (block + summary.strip() + "\n\n").encode(),
                 header=f"# Summaries of session {name}\n\n".encode(),
             )
@@ -309,7 +318,6 @@ class PromptBuilder:
                 },
             )
             self._summary_tokens.pop(name, None)
-            where = target.relative_to(self.engine.workspace.path).as_posix()
             events.append(WriteEvent("summary", "put", summary, Source.AGENT, where, name))
             if items:
                 ids = tuple(item.id for item in items)
@@ -345,8 +353,9 @@ class PromptBuilder:
     def _count_and_summarize(self, turn: history.Turn, limit: int) -> None:
         counts = self._summary_tokens
         if turn.session not in counts:
-            path = history.transcript_path(self.engine.workspace, turn.session)
-            counts[turn.session] = sum(_tokens(t) for t in history.turns_since_summary(path))
+            transcript = history.transcript_rel(turn.session)
+            turns = history.turns_since_summary(self.engine.workspace.volume, transcript)
+            counts[turn.session] = sum(_tokens(t) for t in turns)
         else:
             counts[turn.session] += _tokens(turn)
         if counts[turn.session] <= limit:
@@ -393,10 +402,6 @@ class _Fallback:
     def _extractive(self, turns: Sequence[history.Turn], why: MemstrataError) -> str:
         self._failed(why)
         return ExtractiveSummarizer().summarize(turns)
-
-
-def _read(path: Path) -> str:
-    return path.read_text(encoding="utf-8", errors="replace")
 
 
 def _tokens(turn: history.Turn) -> int:

@@ -40,7 +40,6 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..context.tokens import EstimateCounter
@@ -51,8 +50,9 @@ from ..index.hybrid import Filters, Hit, Vectors, Weights, hybrid
 from ..index.lexical import Lexical
 from ..index.protocol import Index as IndexProtocol
 from ..index.sqlite import FileState, Index, IndexCorrupt, Stale
-from ..model import Item, WriteEvent, now, valid_text
+from ..model import Item, WriteEvent, decoded_text, now, valid_text
 from ..storage.layers import SEARCHABLE
+from ..storage.volume import Stat
 from .engine import Engine
 
 if TYPE_CHECKING:
@@ -284,13 +284,13 @@ class Searcher:
         full_scan = time.monotonic() - state.last_scan >= RESCAN_SECONDS
         paths = self._changed_files(state) if full_scan else self._dirty_files(dirty)
         todo = list(paths)
-        for number, (relative, path) in enumerate(todo, start=1):
+        for number, (relative, present) in enumerate(todo, start=1):
             if progress is not None:
                 progress("files", number, len(todo))
-            if path is None:
+            if not present:
                 index.replace(relative, [], None)
                 removed += 1
-            elif self._index_file(state, relative, path):
+            elif self._index_file(state, relative):
                 indexed += 1
         if full_scan:
             state.last_scan = time.monotonic()
@@ -305,47 +305,40 @@ class Searcher:
             time.perf_counter() - started,
         )
 
-    def _changed_files(self, state: _SearchState) -> Iterable[tuple[str, Path | None]]:
-        """Every searchable file whose size or mtime differ from the index, and
-        every indexed file that is gone."""
-        root = self.engine.workspace.path
+    def _changed_files(self, state: _SearchState) -> Iterable[tuple[str, bool]]:
+        """Every searchable file whose size or mtime differ from the index
+        (``True``: to index), and every indexed file that is gone (``False``)."""
         seen = set()
-        for path in list_searchable(self.engine.workspace):
-            relative = path.relative_to(root).as_posix()
+        for relative, info in list_searchable(self.engine.workspace):
             seen.add(relative)
             known = state.index.files.get(relative)
-            try:
-                info = path.stat()
-            except FileNotFoundError:
-                continue
-            if known is None or (known.size, known.mtime_ns) != (info.st_size, info.st_mtime_ns):
-                yield relative, path
+            if known is None or (known.size, known.mtime_ns) != (info.size, info.mtime_ns):
+                yield relative, True
         for relative in list(state.index.files):
             if relative not in seen:
-                yield relative, None
+                yield relative, False
 
-    def _dirty_files(self, dirty: set[str]) -> Iterable[tuple[str, Path | None]]:
-        root = self.engine.workspace.path
+    def _dirty_files(self, dirty: set[str]) -> Iterable[tuple[str, bool]]:
+        volume = self.engine.workspace.volume
         for relative in sorted(dirty):
             if relative == "MEMORY.md" or layer_of(relative) is None:
                 continue
-            path = root / relative
-            yield relative, (path if path.is_file() else None)
+            yield relative, volume.stat(relative) is not None
 
-    def _index_file(self, state: _SearchState, relative: str, path: Path) -> bool:
+    def _index_file(self, state: _SearchState, relative: str) -> bool:
         """(Re)chunk one file; False when its content had not changed. An append
         decided on what another process has re-indexed meanwhile is decided again."""
         for _ in range(_STALE_TRIES - 1):
             with contextlib.suppress(Stale):
-                return self._index_file_once(state, relative, path)
-        return self._index_file_once(state, relative, path)
+                return self._index_file_once(state, relative)
+        return self._index_file_once(state, relative)
 
-    def _index_file_once(self, state: _SearchState, relative: str, path: Path) -> bool:
+    def _index_file_once(self, state: _SearchState, relative: str) -> bool:
         index = state.index
-        try:
-            info = path.stat()
-            data = path.read_bytes()
-        except FileNotFoundError:
+        volume = self.engine.workspace.volume
+        info = volume.stat(relative)
+        data = None if info is None else volume.read(relative)
+        if info is None or data is None:
             index.replace(relative, [], None)
             return True
         known = index.files.get(relative)
@@ -354,7 +347,7 @@ class Searcher:
         before = hashing.hexdigest()
         hashing.update(data[known.size :] if known is not None else data)
         digest = hashing.hexdigest()
-        fresh = FileState(len(data), info.st_mtime_ns, digest)
+        fresh = FileState(len(data), info.mtime_ns, digest)
         if known is not None and known.sha256 == digest:
             index.replace(relative, [], fresh, append=True)
             return False
@@ -419,15 +412,16 @@ class Searcher:
     def _line_of(self, state: _SearchState, chunk: Chunk) -> tuple[int, int]:
         if chunk.path != "MEMORY.md" or chunk.ref is None:
             return chunk.line_start, chunk.line_end
-        path = self.engine.workspace.memory_md
-        try:
-            info = path.stat()
-        except FileNotFoundError:
+        volume = self.engine.workspace.volume
+        info = volume.stat("MEMORY.md")
+        if info is None:
             return 0, 0
-        key = (info.st_size, info.st_mtime_ns)
-        if state.md_key != key:
-            state.md_lines = memory_md_lines(path.read_text(encoding="utf-8", errors="replace"))
-            state.md_key = key
+        if state.md_key != info:
+            data = volume.read("MEMORY.md")
+            if data is None:
+                return 0, 0
+            state.md_lines = memory_md_lines(decoded_text(data))
+            state.md_key = info
         line = state.md_lines.get(chunk.ref, 0)
         return line, line
 
@@ -500,10 +494,19 @@ IndexOpener = Callable[[Engine], IndexProtocol]
 
 
 def _open_sqlite(engine: Engine) -> IndexProtocol:
-    """The workspace's own index file (``.memstrata/index.sqlite``)."""
-    index = Index(engine.workspace.system / "index.sqlite", read_only=engine.read_only)
+    """The workspace's own index file (``.memstrata/index.sqlite`` in its
+    folder on this machine); a workspace with no folder here (a database
+    volume) needs the ``IndexOpener`` of its backend."""
+    volume = engine.workspace.volume
+    folder = volume.local
+    if folder is None:
+        raise BackendUnavailable(
+            f"the workspace at {volume.where} has no folder on this machine for a search "
+            "index file: open it with the index of its backend (open_index=...)"
+        )
+    index = Index(folder / ".memstrata" / "index.sqlite", read_only=engine.read_only)
     if index.rebuilt:
-        log.info("memstrata: building the search index of %s", engine.workspace.path)
+        log.info("memstrata: building the search index of %s", volume.where)
     return index
 
 
@@ -524,7 +527,7 @@ class _SearchState:
         self.embedder: Embedder | None = None
         self.embedder_error: str | None = None
         self.embedder_name = "not loaded yet"
-        self.md_key: tuple[int, int] | None = None
+        self.md_key: Stat | None = None
         self.md_lines: dict[str, int] = {}
 
 

@@ -16,6 +16,7 @@ hooks, quarantine).
   (``model.valid_text``) before redaction.
 * A session's last seq is kept in RAM with the size and mtime of its file; a
   file another process (or a person) changed is read again.
+* Every file is read and written through ``workspace.volume`` by relative path.
 """
 
 from __future__ import annotations
@@ -25,20 +26,23 @@ import contextlib
 import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 from ..capture.secrets import redact, redact_value
 from ..errors import InvalidInput, MemstrataError, NotFound
 from ..migrations import transcripts as migrate
 from ..model import Source, WriteEvent, aware, clean_session, now, valid_text
-from ..storage.files import atomic_write, storage_errors
+from ..storage.files import storage_errors
+from ..storage.volume import Volume
 from ..stores import transcripts as history
 from ..stores.compaction import Compaction, compact
 from ..stores.transcripts import SessionInfo, Turn
 from .engine import Engine
 
 __all__ = ["Sessions"]
+
+# The transcripts known good at the last close (a cache of ``migrations.transcripts``).
+_VERIFIED = ".memstrata/transcripts-verified.json"
 
 
 class Sessions:
@@ -92,13 +96,13 @@ class Sessions:
                 tool_results=safe_results,
                 meta=_redacted(meta) if meta is not None else None,
             )
-            path = history.transcript_path(self.engine.workspace, name)
-            where = path.relative_to(self.engine.workspace.path).as_posix()
-            good = self._verified.get(where) == _stat_key(path)  # None == None: a new file
+            volume = self.engine.workspace.volume
+            where = history.transcript_rel(name)
+            good = self._verified.get(where) == _stat_key(volume, where)  # None: a new file
             transcript, _audit = history.append_turn(self.engine.workspace, turn)
-            self._remember_head(name, seq, count + 1, transcript)
-            if good:  # a known-good file plus a turn written here: still good
-                self._verified[where] = self._heads[name][2:]
+            key = self._remember_head(name, seq, count + 1, transcript)
+            if good and key is not None:  # a known-good file plus a turn written here
+                self._verified[where] = key
                 self._verified_dirty = True
             text = f"{turn.text_of('user')}\n{turn.text_of('assistant')}"
             events.append(WriteEvent("turn", "put", text, Source.USER, where, name, (turn.id,)))
@@ -129,25 +133,32 @@ class Sessions:
     def _head(self, session: str) -> tuple[int, int]:
         """The session's last seq and number of turns (lock held): from RAM
         while the file is as this process left it, else read again."""
-        path = history.transcript_path(self.engine.workspace, session)
-        try:
-            info = path.stat()
-        except FileNotFoundError:
+        key = _stat_key(self.engine.workspace.volume, history.transcript_rel(session))
+        if key is None:
             self._heads.pop(session, None)
             return 0, 0
         cached = self._heads.get(session)
-        if cached is not None and cached[2:] == (info.st_size, info.st_mtime_ns):
+        if cached is not None and cached[2:] == key:
             return cached[0], cached[1]
         seq = history.last_seq(self.engine.workspace, session, self.engine.quarantine)
         return seq, len(history.read_turns(self.engine.workspace, session))
 
-    def _remember_head(self, session: str, seq: int, count: int, path: Path) -> None:
-        info = path.stat()
-        self._heads[session] = (seq, count, info.st_size, info.st_mtime_ns)
+    def _remember_head(
+        self, session: str, seq: int, count: int, rel: str
+    ) -> tuple[int, int] | None:
+        key = _stat_key(self.engine.workspace.volume, rel)
+        if key is None:  # gone already (a person deleted it): read again next time
+            self._heads.pop(session, None)
+        else:
+            self._heads[session] = (seq, count, *key)
+        return key
 
     def _maybe_compact(self, session: str) -> None:
         limits = self.engine.settings
-        _, turns, size, _ = self._heads[session]
+        head = self._heads.get(session)
+        if head is None:
+            return
+        _, turns, size, _ = head
         too_long = bool(limits.session_max_turns) and turns > limits.session_max_turns
         too_big = bool(limits.session_max_bytes) and size > limits.session_max_bytes
         if too_long or too_big:
@@ -163,7 +174,8 @@ class Sessions:
     def list(self) -> builtins.list[SessionInfo]:
         """Every session with a transcript, the most recently active first."""
         self.engine.check_open()
-        return history.list_sessions(self.engine.workspace)
+        with storage_errors("list the transcripts"):
+            return history.list_sessions(self.engine.workspace)
 
     def turns(
         self, session: str, *, last: int | None = None, archived: bool = False
@@ -175,16 +187,18 @@ class Sessions:
             raise InvalidInput(f"last must be a whole number >= 0, not {last!r}")
         name = _session(session)
         self.engine.check_open()
-        if not history.transcript_path(self.engine.workspace, name).exists():
+        if not self._has_transcript(name):
             raise NotFound(f"no transcript for session {name!r}")
-        found = history.read_turns(self.engine.workspace, name, archived=archived)
+        with storage_errors("read the transcript"):
+            found = history.read_turns(self.engine.workspace, name, archived=archived)
         return found[-last:] if last else ([] if last == 0 else found)
 
     def audit(self, session: str) -> builtins.list[dict[str, Any]]:
         """The session's audit events, in order."""
         name = _session(session)
         self.engine.check_open()
-        return history.read_audit(self.engine.workspace, name)
+        with storage_errors("read the audit log"):
+            return history.read_audit(self.engine.workspace, name)
 
     def compact(self, session: str, *, keep: int | None = None) -> Compaction:
         """Keep the last ``keep`` turns (default: the ``session_keep_turns``
@@ -192,13 +206,18 @@ class Sessions:
         ``sessions/archive/`` and are summarised in its metadata record."""
         name = _session(session)
         self.engine.check_open()
-        if not history.transcript_path(self.engine.workspace, name).exists():
+        if not self._has_transcript(name):
             raise NotFound(f"no transcript for session {name!r}")
         keep_last = self.engine.settings.session_keep_turns if keep is None else keep
         with self.engine.transaction("compact the transcript"):
             done = compact(self.engine.workspace, name, keep_last)
             self._heads.pop(name, None)
         return done
+
+    def _has_transcript(self, session: str) -> bool:
+        rel = history.transcript_rel(session)
+        with storage_errors("read the transcript"):
+            return self.engine.workspace.volume.stat(rel) is not None
 
     def compact_all(self, *, keep: int | None = None) -> builtins.list[Compaction]:
         """``compact_transcript`` for every session."""
@@ -208,7 +227,7 @@ class Sessions:
         """Version 1 transcripts and q15 turn files upgraded at open (lock held);
         transcripts known good since the last close are not read again."""
         self._heads = {}
-        self._verified = _load_verified(self._verified_path())
+        self._verified = _load_verified(self.engine.workspace.volume)
         self._verified_dirty = False
         if self.engine.read_only:  # read as they are: nothing upgraded, set aside or cached
             return
@@ -222,32 +241,27 @@ class Sessions:
 
     def _save_verified_at_close(self) -> None:
         if not self.engine.closed and self._verified_dirty and not self.engine.read_only:
-            with contextlib.suppress(OSError):
+            with contextlib.suppress(OSError, MemstrataError):
                 self._save_verified()
-
-    def _verified_path(self) -> Path:
-        return self.engine.workspace.system / "transcripts-verified.json"
 
     def _save_verified(self) -> None:
         """Keep the known-good transcripts for the next open (a cache: losing it
         only means reading them again)."""
         if self._verified_dirty:
             data = json.dumps({k: list(v) for k, v in sorted(self._verified.items())})
-            atomic_write(self._verified_path(), data.encode(), durable=False)
+            self.engine.workspace.volume.write(_VERIFIED, data.encode(), durable=False)
             self._verified_dirty = False
 
 
-def _stat_key(path: Path) -> tuple[int, int] | None:
-    try:
-        info = path.stat()
-    except FileNotFoundError:
-        return None
-    return info.st_size, info.st_mtime_ns
+def _stat_key(volume: Volume, rel: str) -> tuple[int, int] | None:
+    """What identifies a version of file ``rel`` here: (size, mtime_ns), None for no file."""
+    stat = volume.stat(rel)
+    return None if stat is None else (stat.size, stat.mtime_ns)
 
 
-def _load_verified(path: Path) -> migrate.Verified:
+def _load_verified(volume: Volume) -> migrate.Verified:
     try:
-        data = json.loads(path.read_bytes())
+        data = json.loads(volume.read(_VERIFIED) or b"{}")
         return {str(k): (int(v[0]), int(v[1])) for k, v in data.items()}
     except (OSError, ValueError, TypeError, IndexError, AttributeError):
         return {}

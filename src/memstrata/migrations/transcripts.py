@@ -24,18 +24,19 @@ from pathlib import Path
 from typing import Any
 
 from ..model import now, parse_time_or_none
-from ..storage.files import append_durable, atomic_write, fsync_dir
+from ..storage.files import fsync_dir
+from ..storage.layers import matches
 from ..storage.workspace import Workspace
 from ..stores.transcripts import (
     SCHEMA_VERSION,
     Quarantine,
     Turn,
     check_message,
+    file_stem,
     jsonl_lines,
     read_records,
-    relative_path,
     transcript_files,
-    transcript_path,
+    transcript_rel,
 )
 
 __all__ = ["Verified", "upgrade"]
@@ -53,25 +54,25 @@ def upgrade(workspace: Workspace, quarantine: Quarantine, verified: Verified) ->
     A transcript whose size and mtime are those ``verified`` holds for it is
     not read again; every file read is entered in ``verified`` as it now is."""
     notices: list[str] = []
-    for path in transcript_files(workspace):
-        where = relative_path(workspace, path)
-        info = path.stat()
-        if verified.get(where) == (info.st_size, info.st_mtime_ns):
+    for where, info in transcript_files(workspace):
+        if verified.get(where) == (info.size, info.mtime_ns):
             continue
-        notices += _upgrade_file(workspace, path, quarantine)
-        info = path.stat()
-        verified[where] = (info.st_size, info.st_mtime_ns)
+        notices += _upgrade_file(workspace, where, quarantine)
+        now_info = workspace.volume.stat(where)
+        if now_info is not None:
+            verified[where] = (now_info.size, now_info.mtime_ns)
     notices += _import_q15(workspace, quarantine)
     return notices
 
 
-def _upgrade_file(workspace: Workspace, path: Path, quarantine: Quarantine) -> list[str]:
-    data = path.read_bytes()
-    where = relative_path(workspace, path)
+def _upgrade_file(workspace: Workspace, where: str, quarantine: Quarantine) -> list[str]:
+    data = workspace.volume.read(where)
+    if data is None:  # gone since it was listed
+        return []
     kept: list[dict[str, Any]] = []
     pending_v1: list[tuple[int, dict[str, Any]]] = []
     changed, upgraded, bad = False, 0, 0
-    fallback_session = path.stem
+    fallback_session = file_stem(where)
     raw_lines = data.split(b"\n")
     if raw_lines and raw_lines[-1] == b"":
         raw_lines.pop()
@@ -122,7 +123,7 @@ def _upgrade_file(workspace: Workspace, path: Path, quarantine: Quarantine) -> l
     if not changed:
         return []
     _backup(workspace, where, data)
-    atomic_write(path, jsonl_lines(kept))
+    workspace.volume.write(where, jsonl_lines(kept))
     parts = []
     if upgraded:
         parts.append(f"upgraded {upgraded} version 1 turn(s) to version {SCHEMA_VERSION}")
@@ -218,32 +219,38 @@ def _v1_time(value: Any) -> datetime | None:
     return parse_time_or_none(value)
 
 
+_Q15_TURNS = "history/turns/*/*/*/*.json"
+_Q15_HEAD = "history/state/head.json"
+
+
 def _import_q15(workspace: Workspace, quarantine: Quarantine) -> list[str]:
-    root = workspace.path / "history" / "turns"
-    if not root.is_dir():
+    volume = workspace.volume
+    listed = volume.list("history/turns/")
+    local = volume.local
+    if not listed and (local is None or not (local / "history" / "turns").is_dir()):
         return []
-    found = sorted(root.glob("*/*/*/*.json"))
-    turns_by_session: dict[str, list[tuple[Path, Turn]]] = {}
-    for path in found:
-        where = relative_path(workspace, path)
-        data = path.read_bytes()
+    found = [where for where, _ in listed if matches(where, _Q15_TURNS)]
+    turns_by_session: dict[str, list[tuple[str, Turn]]] = {}
+    for where in found:
+        data = volume.read(where)
+        if data is None:
+            continue
         try:
             record = json.loads(data.decode("utf-8"))
             turn = _q15_turn(record, where)
         except UnicodeDecodeError:
             quarantine(where, data, "q15 turn file is not valid UTF-8")
-            path.unlink()
+            volume.delete(where)
             continue
         except ValueError as exc:
             quarantine(where, data, f"q15 turn file cannot be read: {exc}")
-            path.unlink()
+            volume.delete(where)
             continue
-        turns_by_session.setdefault(turn.session, []).append((path, turn))
+        turns_by_session.setdefault(turn.session, []).append((where, turn))
     notices = []
     for session, items in turns_by_session.items():
-        transcript = transcript_path(workspace, session)
-        transcript.parent.mkdir(parents=True, exist_ok=True)
-        existing = read_records(transcript)
+        transcript = transcript_rel(session)
+        existing = read_records(volume, transcript)
         have = {record.get("id") for record in existing}
         seq = _max_seq(existing)
         new = []
@@ -255,20 +262,19 @@ def _import_q15(workspace: Workspace, quarantine: Quarantine) -> list[str]:
                 Turn(turn.id, seq, session, turn.created_at, turn.messages, turn.meta).to_dict()
             )
         if new:
-            append_durable(transcript, jsonl_lines(new))
-        for path, _ in items:
-            where = relative_path(workspace, path)
-            _backup(workspace, where, path.read_bytes())
-            path.unlink()
+            volume.append(transcript, jsonl_lines(new))
+        for where, _ in items:
+            _backup(workspace, where, volume.read(where) or b"")
+            volume.delete(where)
         notices.append(
-            f"imported {len(new)} q15 turn file(s) into {relative_path(workspace, transcript)} "
-            "(originals in backup)"
+            f"imported {len(new)} q15 turn file(s) into {transcript} (originals in backup)"
         )
-    head = workspace.path / "history" / "state" / "head.json"
-    if head.exists():
-        _backup(workspace, relative_path(workspace, head), head.read_bytes())
-        head.unlink()
-    _remove_empty_dirs(workspace.path / "history")
+    head = volume.read(_Q15_HEAD)
+    if head is not None:
+        _backup(workspace, _Q15_HEAD, head)
+        volume.delete(_Q15_HEAD)
+    if local is not None:  # a volume's folders go with their files; a disk's stay
+        _remove_empty_dirs(local / "history")
     return notices
 
 
@@ -301,12 +307,10 @@ def _q15_turn(record: Any, where: str) -> Turn:
     return Turn(turn_id, max(seq, 1), session, created, tuple(messages), {"imported_from": where})
 
 
-def _backup(workspace: Workspace, where: str, data: bytes) -> Path:
-    folder = workspace.system / "backup"
-    folder.mkdir(parents=True, exist_ok=True)
+def _backup(workspace: Workspace, where: str, data: bytes) -> str:
     stamp = now().strftime("%Y%m%dT%H%M%S%f")
-    target = folder / f"{stamp}-{where.replace('/', '__')}"
-    atomic_write(target, data)
+    target = f".memstrata/backup/{stamp}-{where.replace('/', '__')}"
+    workspace.volume.write(target, data)
     return target
 
 

@@ -151,9 +151,14 @@ class Workspace:
 
     def session_state(self, session: str | None) -> Path:
         """SESSION-STATE.md of ``session``: the root one for no session."""
+        return self.path / self.session_state_rel(session)
+
+    @staticmethod
+    def session_state_rel(session: str | None) -> str:
+        """``session_state`` as a volume path (relative to the workspace)."""
         if session is None:
-            return self.path / "SESSION-STATE.md"
-        return self.path / "sessions" / session_stem(session) / "SESSION-STATE.md"
+            return "SESSION-STATE.md"
+        return f"sessions/{session_stem(session)}/SESSION-STATE.md"
 
     @classmethod
     def on(cls, volume: Volume, group: str | None) -> Workspace:

@@ -2,10 +2,10 @@
 ``sessions/archive/<stem>.jsonl``, noted with an extractive summary in the
 transcript's metadata record.
 
-* The archive is appended (and fsynced) before the transcript is rewritten
-  atomically: a crash in between leaves turns in both, never in neither;
-  readers count each once by its id, and the next compaction does not
-  archive a turn twice.
+* The archive is appended (durably) before the transcript is rewritten
+  atomically, both through the workspace's volume: a crash in between leaves
+  turns in both, never in neither; readers count each once by its id, and the
+  next compaction does not archive a turn twice.
 * ``update_meta`` rewrites only the metadata record; every turn line is kept
   byte for byte. The caller holds the workspace lock.
 """
@@ -19,17 +19,15 @@ from typing import Any
 
 from ..errors import InvalidInput
 from ..model import now
-from ..storage.files import append_durable, atomic_write
 from ..storage.workspace import Workspace
 from .transcripts import (
     SCHEMA_VERSION,
     Turn,
-    archive_path,
+    archive_rel,
     format_time,
     jsonl_lines,
     read_records,
-    relative_path,
-    transcript_path,
+    transcript_rel,
     turn_or_none,
 )
 
@@ -76,13 +74,14 @@ def summarize(turns: Sequence[Turn], limit: int = 20, chars: int = 120) -> str:
 
 def compact(workspace: Workspace, session: str, keep_last: int) -> Compaction:
     """Keep the metadata and the last ``keep_last`` turns of the session's
-    transcript; move the others to ``archive/<stem>.jsonl`` (appended and
-    fsynced first; a turn already there is not written twice) and note them,
+    transcript; move the others to ``archive/<stem>.jsonl`` (appended
+    durably first; a turn already there is not written twice) and note them,
     with an extractive summary, in the metadata record. The caller holds the lock."""
     if isinstance(keep_last, bool) or not isinstance(keep_last, int) or keep_last < 0:
         raise InvalidInput(f"keep must be a whole number >= 0, not {keep_last!r}")
-    path = transcript_path(workspace, session)
-    records = read_records(path)
+    volume = workspace.volume
+    rel = transcript_rel(session)
+    records = read_records(volume, rel)
     meta = records[0] if records and records[0].get("kind") == "meta" else None
     turns = [(record, turn_or_none(record)) for record in records if record is not meta]
     valid = [(record, turn) for record, turn in turns if turn is not None]
@@ -90,15 +89,13 @@ def compact(workspace: Workspace, session: str, keep_last: int) -> Compaction:
     if cut == 0:
         return Compaction(session, len(valid), 0, None, "")
     old, kept = valid[:cut], valid[cut:]
-    archive = archive_path(workspace, session)
-    archive.parent.mkdir(parents=True, exist_ok=True)
-    there = {record.get("id") for record in read_records(archive)}
+    archive_name = archive_rel(session)
+    there = {record.get("id") for record in read_records(volume, archive_name)}
     fresh = [record for record, _ in old if record.get("id") not in there]
     if fresh:
-        append_durable(archive, jsonl_lines(fresh))
+        volume.append(archive_name, jsonl_lines(fresh))
     old_turns = [turn for _, turn in old if turn is not None]
     summary = summarize(old_turns)
-    archive_name = relative_path(workspace, archive)
     entry = {
         "at": format_time(now()),
         "archived": len(old),
@@ -113,7 +110,7 @@ def compact(workspace: Workspace, session: str, keep_last: int) -> Compaction:
         "session": session,
         "compactions": [*(meta or {}).get("compactions", []), entry],
     }
-    atomic_write(path, jsonl_lines([new_meta, *(record for record, _ in kept)]))
+    volume.write(rel, jsonl_lines([new_meta, *(record for record, _ in kept)]))
     return Compaction(session, len(kept), len(old), archive_name, summary)
 
 
@@ -121,8 +118,8 @@ def update_meta(workspace: Workspace, session: str, changes: Mapping[str, Any]) 
     """Set fields of the transcript's metadata record (made when missing); the
     file is rewritten atomically, every turn line kept byte for byte. The
     caller holds the lock. Returns the new metadata."""
-    path = transcript_path(workspace, session)
-    data = path.read_bytes() if path.exists() else b""
+    rel = transcript_rel(session)
+    data = workspace.volume.read(rel) or b""
     lines = data.splitlines(keepends=True)
     meta: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "kind": "meta", "session": session}
     if lines:
@@ -134,5 +131,5 @@ def update_meta(workspace: Workspace, session: str, changes: Mapping[str, Any]) 
             meta = first
             lines = lines[1:]
     meta.update(changes)
-    atomic_write(path, jsonl_lines([meta]) + b"".join(lines))
+    workspace.volume.write(rel, jsonl_lines([meta]) + b"".join(lines))
     return meta

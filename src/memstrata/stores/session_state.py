@@ -9,7 +9,8 @@ Format (the seed's)::
 Rules:
 
 * an entry is one line; its text is shortened to ``MAX_ENTRY_CHARS``;
-* appends are durable on return (fsync; the folder too for a new file);
+* the file is read and written through a ``Volume`` by relative path
+  (``Workspace.session_state_rel``); appends are durable on return;
 * the file is bounded: when an append would take it past ``max_chars``
   bytes, the file is rewritten atomically with the newest entries that fit,
   so the oldest go first and the newest entry is always kept;
@@ -24,9 +25,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 
-from ..storage.files import append_durable, atomic_write
+from ..storage.volume import Volume
 
 __all__ = ["HEADER", "MAX_ENTRY_CHARS", "StateEntry", "append_entries", "parse_state"]
 
@@ -71,20 +71,19 @@ def parse_state(data: str) -> list[StateEntry]:
     return entries
 
 
-def append_entries(path: Path, entries: Sequence[StateEntry], max_chars: int) -> None:
-    """Append ``entries`` durably, trimming the oldest beyond ``max_chars`` bytes."""
+def append_entries(volume: Volume, rel: str, entries: Sequence[StateEntry], max_chars: int) -> None:
+    """Append ``entries`` to file ``rel`` of ``volume`` durably, trimming the
+    oldest beyond ``max_chars`` bytes."""
     lines = "".join(entry.render() for entry in entries).encode()
     if not lines:
         return
-    try:
-        size = path.stat().st_size
-    except FileNotFoundError:
-        size = 0
+    stat = volume.stat(rel)
+    size = stat.size if stat is not None else 0
     if size + len(lines) + len(HEADER) <= max_chars:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        append_durable(path, lines, header=HEADER.encode())
+        volume.append(rel, lines, header=HEADER.encode())
         return
-    old = parse_state(path.read_text(encoding="utf-8", errors="replace")) if size else []
+    data = (volume.read(rel) or b"") if size else b""
+    old = parse_state(data.decode("utf-8", errors="replace"))
     ordered = sorted(old, key=lambda entry: entry.at) + list(entries)
     kept: list[bytes] = []
     budget = max_chars - len(HEADER)
@@ -94,4 +93,4 @@ def append_entries(path: Path, entries: Sequence[StateEntry], max_chars: int) ->
             break
         kept.append(line)
         budget -= len(line)
-    atomic_write(path, HEADER.encode() + b"".join(reversed(kept)))
+    volume.write(rel, HEADER.encode() + b"".join(reversed(kept)))

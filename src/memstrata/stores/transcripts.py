@@ -2,7 +2,8 @@
 compaction (q15, qracer, MiQi).
 
 Files, all under ``sessions/`` of a workspace (``<stem>`` is
-``workspace.session_stem(session)``):
+``workspace.session_stem(session)``), read and written only through the
+workspace's volume (``storage.volume``) by relative path:
 
 * ``<stem>.jsonl`` — the transcript: one completed turn a line,
   ``{"schema_version": 2, "id", "seq", "session", "created_at", "messages":
@@ -22,9 +23,10 @@ Files, all under ``sessions/`` of a workspace (``<stem>`` is
 
 Invariants:
 
-* An append is one ``write`` of whole lines and an fsync before the call
+* An append is one ``Volume.append`` of whole lines, durable before the call
   returns; a torn last line (a writer killed mid-append) is cut off into the
-  quarantine by the next append or open, never parsed as a turn.
+  quarantine by the next append or open, never parsed as a turn (and the
+  volume's append starts a line of its own after one in any case).
 * Every text is redacted by the caller (``Memory``) before it reaches here.
 * Older layouts (version 1 records, q15's turn files) are brought to this
   one at open by ``migrations.transcripts``.
@@ -37,12 +39,12 @@ import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
+from pathlib import PurePosixPath
 from typing import Any
 
 from ..errors import InvalidInput
 from ..model import now, parse_time_or_none
-from ..storage.files import append_durable, last_jsonl_record
+from ..storage.volume import Stat, Volume
 from ..storage.workspace import Workspace, session_stem
 
 __all__ = [
@@ -273,16 +275,16 @@ def audit_events(turn: Turn) -> list[dict[str, Any]]:
 # -- files -----------------------------------------------------------------------
 
 
-def transcript_path(workspace: Workspace, session: str) -> Path:
-    return workspace.path / "sessions" / f"{session_stem(session)}.jsonl"
+def transcript_rel(session: str) -> str:
+    return f"sessions/{session_stem(session)}.jsonl"
 
 
-def audit_path(workspace: Workspace, session: str) -> Path:
-    return workspace.path / "sessions" / f"{session_stem(session)}.audit.jsonl"
+def audit_rel(session: str) -> str:
+    return f"sessions/{session_stem(session)}.audit.jsonl"
 
 
-def archive_path(workspace: Workspace, session: str) -> Path:
-    return workspace.path / "sessions" / "archive" / f"{session_stem(session)}.jsonl"
+def archive_rel(session: str) -> str:
+    return f"sessions/archive/{session_stem(session)}.jsonl"
 
 
 def jsonl_lines(records: Iterable[Mapping[str, Any]]) -> bytes:
@@ -294,9 +296,9 @@ def jsonl_lines(records: Iterable[Mapping[str, Any]]) -> bytes:
 
 def last_seq(workspace: Workspace, session: str, quarantine: Quarantine) -> int:
     """The seq of the session's last turn (0 for none); a torn tail is quarantined."""
-    path = transcript_path(workspace, session)
-    where = relative_path(workspace, path)
-    record = last_jsonl_record(path, lambda torn: quarantine(where, torn, "torn last line"))
+    rel = transcript_rel(session)
+    data = cut_torn_tail(workspace.volume, rel, quarantine)
+    record = _last_record(data)
     if record is None:
         return 0
     seq = record.get("seq")
@@ -304,8 +306,33 @@ def last_seq(workspace: Workspace, session: str, quarantine: Quarantine) -> int:
         return seq
     # A transcript whose turns were all archived ends in its metadata record:
     # the seqs go on from the last archived one, never from 1 again.
-    turns = read_turns(workspace, session)
-    return max([archived_seq(read_meta_at(path)), *(turn.seq for turn in turns)])
+    turns = _turns_of(_records_of(data))
+    return max([archived_seq(_meta_of(data)), *(turn.seq for turn in turns)])
+
+
+def cut_torn_tail(volume: Volume, rel: str, quarantine: Quarantine) -> bytes:
+    """The bytes of file ``rel`` without a torn last line (no line break: a
+    writer died mid-append), which is handed to the quarantine and cut off
+    (the file rewritten without it), so it is never parsed as a record."""
+    data = volume.read(rel) or b""
+    end = data.rfind(b"\n") + 1
+    if end < len(data):
+        quarantine(rel, data[end:], "torn last line")
+        data = data[:end]
+        volume.write(rel, data)
+    return data
+
+
+def _last_record(data: bytes) -> dict[str, Any] | None:
+    """The last complete JSON object line of ``data`` (None if there is none)."""
+    for line in reversed(data.splitlines()):
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict):
+            return record
+    return None
 
 
 def archived_seq(meta: Mapping[str, Any]) -> int:
@@ -318,24 +345,23 @@ def archived_seq(meta: Mapping[str, Any]) -> int:
     return last
 
 
-def append_turn(workspace: Workspace, turn: Turn) -> tuple[Path, Path]:
+def append_turn(workspace: Workspace, turn: Turn) -> tuple[str, str]:
     """Append ``turn`` to its transcript and its events to the audit log, both
-    fsynced before return; returns both paths. The caller holds the lock and
-    took the seq from ``last_seq``."""
-    folder = workspace.path / "sessions"
-    folder.mkdir(parents=True, exist_ok=True)
-    transcript = transcript_path(workspace, turn.session)
-    audit = audit_path(workspace, turn.session)
-    append_durable(audit, jsonl_lines(audit_events(turn)))
-    append_durable(transcript, jsonl_lines([turn.to_dict()]))
+    durable before return; returns both (relative) paths. The caller holds the
+    lock and took the seq from ``last_seq``."""
+    transcript = transcript_rel(turn.session)
+    audit = audit_rel(turn.session)
+    workspace.volume.append(audit, jsonl_lines(audit_events(turn)))
+    workspace.volume.append(transcript, jsonl_lines([turn.to_dict()]))
     return transcript, audit
 
 
-def read_records(path: Path) -> list[dict[str, Any]]:
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return []
+def read_records(volume: Volume, rel: str) -> list[dict[str, Any]]:
+    """The JSON object lines of file ``rel`` (other lines skipped; none for no file)."""
+    return _records_of(volume.read(rel) or b"")
+
+
+def _records_of(data: bytes) -> list[dict[str, Any]]:
     records = []
     for raw in data.splitlines():
         try:
@@ -355,18 +381,23 @@ def read_turns(workspace: Workspace, session: str, *, archived: bool = False) ->
     A compaction appends to the archive before it rewrites the transcript, so
     one that was killed in between leaves turns in both (the next compaction
     finishes it); each turn is counted once, by its id."""
-    turns = read_turns_at(transcript_path(workspace, session))
+    volume = workspace.volume
+    turns = read_turns_at(volume, transcript_rel(session))
     if not archived:
         return turns
     ids = {turn.id for turn in turns}
-    older = [t for t in read_turns_at(archive_path(workspace, session)) if t.id not in ids]
+    older = [t for t in read_turns_at(volume, archive_rel(session)) if t.id not in ids]
     return sorted(older, key=lambda turn: turn.seq) + turns
 
 
-def read_turns_at(path: Path) -> list[Turn]:
-    """The turns of the transcript file ``path``, in order."""
+def read_turns_at(volume: Volume, rel: str) -> list[Turn]:
+    """The turns of the transcript file ``rel``, in order."""
+    return _turns_of(read_records(volume, rel))
+
+
+def _turns_of(records: Iterable[Mapping[str, Any]]) -> list[Turn]:
     turns = []
-    for record in read_records(path):
+    for record in records:
         if record.get("kind") == "meta":
             continue
         try:
@@ -378,16 +409,17 @@ def read_turns_at(path: Path) -> list[Turn]:
 
 def read_meta(workspace: Workspace, session: str) -> dict[str, Any]:
     """The metadata record of a session's transcript ({} before any compaction)."""
-    return read_meta_at(transcript_path(workspace, session))
+    return read_meta_at(workspace.volume, transcript_rel(session))
 
 
-def read_meta_at(path: Path) -> dict[str, Any]:
-    """The metadata record of the transcript file ``path`` ({} if it has none)."""
-    try:
-        with open(path, "rb") as handle:
-            first = handle.readline()
-    except FileNotFoundError:
-        return {}
+def read_meta_at(volume: Volume, rel: str) -> dict[str, Any]:
+    """The metadata record of the transcript file ``rel`` ({} if it has none)."""
+    return _meta_of(volume.read(rel) or b"")
+
+
+def _meta_of(data: bytes) -> dict[str, Any]:
+    """The metadata record that is the first line of ``data`` ({} if none is)."""
+    first = data.split(b"\n", 1)[0]
     try:
         record = json.loads(first)
     except (UnicodeDecodeError, ValueError):
@@ -395,11 +427,16 @@ def read_meta_at(path: Path) -> dict[str, Any]:
     return record if isinstance(record, dict) and record.get("kind") == "meta" else {}
 
 
-def turns_since_summary(path: Path) -> list[Turn]:
-    """The turns of transcript ``path`` after its last session summary (all of
+def turns_since_summary(volume: Volume, rel: str) -> list[Turn]:
+    """The turns of transcript ``rel`` after its last session summary (all of
     them before the first)."""
-    fresh_after = int(read_meta_at(path).get("fresh_after_seq", 0) or 0)
-    return [turn for turn in read_turns_at(path) if turn.seq > fresh_after]
+    return fresh_turns(volume.read(rel) or b"")
+
+
+def fresh_turns(data: bytes) -> list[Turn]:
+    """``turns_since_summary`` of a transcript's bytes."""
+    fresh_after = int(_meta_of(data).get("fresh_after_seq", 0) or 0)
+    return [turn for turn in _turns_of(_records_of(data)) if turn.seq > fresh_after]
 
 
 def conversation_lines(turns: Sequence[Turn], *, numbered: bool = False) -> list[str]:
@@ -415,7 +452,7 @@ def conversation_lines(turns: Sequence[Turn], *, numbered: bool = False) -> list
 
 
 def read_audit(workspace: Workspace, session: str) -> list[dict[str, Any]]:
-    return read_records(audit_path(workspace, session))
+    return read_records(workspace.volume, audit_rel(session))
 
 
 @dataclass(frozen=True, slots=True)
@@ -444,22 +481,23 @@ class SessionInfo:
         }
 
 
-def transcript_files(workspace: Workspace) -> list[Path]:
-    folder = workspace.path / "sessions"
-    if not folder.is_dir():
-        return []
-    return sorted(
-        path
-        for path in folder.glob("*.jsonl")
-        if path.is_file() and not path.name.endswith(".audit.jsonl")
-    )
+def transcript_files(workspace: Workspace) -> list[tuple[str, Stat]]:
+    """The transcripts (``sessions/<stem>.jsonl``, not the audit logs) and
+    their stats, in path order."""
+    return [
+        (rel, stat)
+        for rel, stat in workspace.volume.list("sessions/")
+        if "/" not in rel[len("sessions/") :]
+        and rel.endswith(".jsonl")
+        and not rel.endswith(".audit.jsonl")
+    ]
 
 
 def list_sessions(workspace: Workspace) -> list[SessionInfo]:
     """Every session with a transcript, the most recently active first."""
     out = []
-    for path in transcript_files(workspace):
-        records = read_records(path)
+    for rel, stat in transcript_files(workspace):
+        records = read_records(workspace.volume, rel)
         meta = records[0] if records and records[0].get("kind") == "meta" else {}
         turns = []
         for record in records:
@@ -467,17 +505,17 @@ def list_sessions(workspace: Workspace) -> list[SessionInfo]:
                 turns.append(Turn.from_dict(record))
             except ValueError:
                 continue
-        session = turns[0].session if turns else str(meta.get("session") or path.stem)
+        session = turns[0].session if turns else str(meta.get("session") or file_stem(rel))
         archived = sum(int(c.get("archived", 0)) for c in meta.get("compactions", ()))
         out.append(
             SessionInfo(
                 session=session,
-                path=relative_path(workspace, path),
+                path=rel,
                 turns=len(turns),
                 last_seq=max([archived_seq(meta), *(t.seq for t in turns)]),
                 first_at=turns[0].created_at if turns else None,
                 last_at=turns[-1].created_at if turns else None,
-                size=path.stat().st_size,
+                size=stat.size,
                 archived=archived,
             )
         )
@@ -492,5 +530,6 @@ def turn_or_none(record: Mapping[str, Any]) -> Turn | None:
         return None
 
 
-def relative_path(workspace: Workspace, path: Path) -> str:
-    return path.relative_to(workspace.path).as_posix()
+def file_stem(rel: str) -> str:
+    """The file name of ``rel`` without its last suffix (``Path.stem``)."""
+    return PurePosixPath(rel).stem
