@@ -551,8 +551,7 @@ class Engine:
     def append_note(self, block: str, session: str | None, at: datetime) -> WriteEvent:
         """Append a section (already redacted) to the daily note of ``at`` (lock
         held); the event for the write hooks."""
-        path = notes.append_exchange(self.workspace.path / "memory", block, at)
-        where = path.relative_to(self.workspace.path).as_posix()
+        where = notes.append_exchange(self.workspace.volume, block, at)
         return WriteEvent("note", "put", block, Source.USER, where, session)
 
 
