@@ -385,7 +385,7 @@ class Engine:
             for record in new:
                 self._apply(record)
             if repair:  # a document change its writer may not have finished
-                docs.redo_latest(self.workspace.path, new)
+                docs.redo_latest(self.workspace.volume, new)
             if self.journal.gap and (repair or self.read_only):
                 # Others checkpointed more than once since we last read: the
                 # records in between are only in their snapshot. Start from it.
@@ -403,7 +403,7 @@ class Engine:
         for record in records:
             self._apply(record)
         if not self.read_only:
-            docs.redo_latest(self.workspace.path, records)  # (lock held)
+            docs.redo_latest(self.workspace.volume, records)  # (lock held)
         # A store rebuilt from MEMORY.md starts below the journal's base: never go back.
         self.store.lsn = max(self.store.lsn, self.journal.last_lsn)
 
@@ -468,7 +468,7 @@ class Engine:
             reason = f"corrupt journal record at byte {problem.offset}: {problem.reason}"
             self.quarantine("journal.wal", problem.data, reason)
         records = self.journal.records
-        docs.redo_latest(ws.path, records)  # a writer may have died between log and rename
+        docs.redo_latest(ws.volume, records)  # a writer may have died between log and rename
         self._append_audit(ws.audit, [r for r in records if r.op.startswith("ltm.")])
         self._append_audit(ws.lessons_audit, [r for r in records if r.op.startswith("lesson.")])
         self._append_audit(
