@@ -118,7 +118,11 @@ _NAMES = st.sampled_from(["a.md", "memory/b.md", "sessions/c.jsonl", "notes/inbo
 @settings(
     max_examples=30,
     deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    suppress_health_check=[
+        HealthCheck.function_scoped_fixture,
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+    ],
 )
 @given(
     steps=st.lists(
