@@ -1,5 +1,6 @@
 """In-memory backends for the narrow Protocols: ``InMemoryIndex``
-(``index.protocol.Index``) and ``InMemoryFactStore`` (``stores.protocol.FactStore``).
+(``index.protocol.Index``), ``InMemoryFactStore`` (``stores.protocol.FactStore``)
+and ``InMemoryVolume`` (``storage.volume.Volume``).
 
 Each is a real working implementation written from the Protocol's guarantees
 alone (plain dicts; no SQLite, no files, no code shared with the embedded
@@ -16,13 +17,15 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 
+from memstrata.errors import NotFound
 from memstrata.index.chunks import Chunk
 from memstrata.index.protocol import FileState, IndexStatus
 from memstrata.model import Item, dedupe_key, new_item_id, now, parse_time_or_none
 from memstrata.storage.journal import Record
+from memstrata.storage.volume import Stat, Swapped, clean_prefix, clean_rel
 from memstrata.stores.longterm import Forgotten
 
-__all__ = ["InMemoryFactStore", "InMemoryIndex"]
+__all__ = ["InMemoryFactStore", "InMemoryIndex", "InMemoryVolume"]
 
 
 class InMemoryIndex:
@@ -255,3 +258,99 @@ class InMemoryFactStore:
             candidate = new_item_id()
             if candidate not in self.items and candidate not in self.forgotten:
                 return candidate
+
+
+class InMemoryVolume:
+    """A ``Volume`` in a dict of path to bytes; every change is a new version
+    (its ``Stat.inode`` and ``mtime_ns`` are a counter), so a ``Stat`` names one
+    version exactly. ``calls`` counts the operations (tests check what ran)."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, tuple[bytes, Stat]] = {}
+        self.calls: dict[str, int] = {}
+        self.lock = threading.Lock()
+        self._version = 0
+
+    @property
+    def where(self) -> str:
+        return "memory:"
+
+    @property
+    def local(self) -> None:
+        return None
+
+    def read(self, rel: str) -> bytes | None:
+        found = self._get("read", rel)
+        return None if found is None else found[0]
+
+    def stat(self, rel: str) -> Stat | None:
+        found = self._get("stat", rel)
+        return None if found is None else found[1]
+
+    def write(self, rel: str, data: bytes, *, durable: bool = True) -> None:
+        del durable  # nothing here outlives the process
+        with self.lock:
+            self._put("write", clean_rel(rel), bytes(data))
+
+    def append(self, rel: str, data: bytes, *, header: bytes = b"") -> None:
+        with self.lock:
+            rel = clean_rel(rel)
+            old = self.files[rel][0] if rel in self.files else b""
+            if not old:
+                data = header + data
+            elif not old.endswith(b"\n"):
+                data = b"\n" + data
+            self._put("append", rel, old + data)
+
+    def create(self, rel: str, data: bytes) -> bool:
+        with self.lock:
+            rel = clean_rel(rel)
+            if rel in self.files:
+                self._count("create")
+                return False
+            self._put("create", rel, bytes(data))
+            return True
+
+    def rename(self, src: str, dst: str) -> None:
+        with self.lock:
+            src, dst = clean_rel(src), clean_rel(dst)
+            if src not in self.files:
+                raise NotFound(f"no file {src!r} to rename")
+            self._count("rename")
+            self.files[dst] = self.files.pop(src)
+
+    def delete(self, rel: str) -> bool:
+        with self.lock:
+            self._count("delete")
+            return self.files.pop(clean_rel(rel), None) is not None
+
+    def swap(self, rel: str, data: bytes, expect: Stat | None) -> Swapped:
+        with self.lock:
+            rel = clean_rel(rel)
+            current = self.files[rel][1] if rel in self.files else None
+            if current != expect:
+                self._count("swap")
+                return Swapped(False)
+            self._put("swap", rel, bytes(data))
+            return Swapped(True, None, self.files[rel][1])
+
+    def list(self, prefix: str = "") -> list[tuple[str, Stat]]:
+        with self.lock:
+            self._count("list")
+            clean_prefix(prefix)
+            return sorted(
+                (rel, st) for rel, (_, st) in self.files.items() if rel.startswith(prefix)
+            )
+
+    def _get(self, op: str, rel: str) -> tuple[bytes, Stat] | None:
+        with self.lock:
+            self._count(op)
+            return self.files.get(clean_rel(rel))
+
+    def _put(self, op: str, rel: str, data: bytes) -> None:
+        self._count(op)
+        self._version += 1
+        self.files[rel] = (data, Stat(len(data), self._version, self._version))
+
+    def _count(self, op: str) -> None:
+        self.calls[op] = self.calls.get(op, 0) + 1

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memstrata import AccessDenied, Conflict, InvalidInput, NotFound
+from memstrata import AccessDenied, Conflict, InvalidInput, NotFound, StorageError
 from memstrata.model import clean_text
 from memstrata.storage.workspace import Workspace
 from memstrata.stores import notebook
@@ -178,3 +178,14 @@ def test_a_checked_name_stays_one_plain_file_name(name: str) -> None:
     path = Path("/ws/notes/inbox") / f"{bare}.md"
     assert path.parent == Path("/ws/notes/inbox")
     assert ".." not in bare and "\x00" not in bare and not bare.startswith(".")
+
+
+def test_a_symlink_loop_is_skipped_by_listings_and_refused_in_one_line(
+    workspace: Workspace,
+) -> None:
+    notebook.create(workspace, "Kept")
+    os.symlink("loop.md", workspace.path / "notes" / "inbox" / "loop.md")
+    assert [note.name for note in notebook.list_notes(workspace)] == ["kept"]
+    assert notebook.backlinks(workspace, "kept") == []
+    with pytest.raises(StorageError, match="symbolic links"):
+        notebook.read(workspace, "loop")

@@ -1,11 +1,11 @@
 """Transcripts, session state, compaction, their upgrades and the search's file
-scan on a workspace whose volume is not the disk (``DictVolume``): each reads
+scan on a workspace whose volume is not the disk (``InMemoryVolume``): each reads
 and writes only through ``workspace.volume``, by relative path.
 
 The stores run on a workspace with no folder at all (its ``path`` is never
 created). ``Memory`` itself still keeps its journal, lock and MEMORY.md in a
 folder (the engine is converted separately), so the ``Memory`` tests open one
-on a folder whose ``Workspace`` carries a ``DictVolume``: everything of the
+on a folder whose ``Workspace`` carries a ``InMemoryVolume``: everything of the
 parts converted here (``Sessions``, ``Observer.session_state``, the
 ``Searcher``'s file scan, ``PromptBuilder``'s transcript and session state)
 must then be in the volume and nothing of it in the folder.
@@ -20,8 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from fakes import InMemoryIndex
-from fakes_volume import DictVolume
+from fakes import InMemoryIndex, InMemoryVolume
 from memstrata import Memory
 from memstrata.errors import BackendUnavailable
 from memstrata.index.chunks import searchable_files
@@ -39,8 +38,8 @@ Set = list[tuple[str, bytes, str]]
 
 
 @pytest.fixture
-def volume() -> DictVolume:
-    return DictVolume()
+def volume() -> InMemoryVolume:
+    return InMemoryVolume()
 
 
 @pytest.fixture
@@ -52,7 +51,7 @@ def nowhere(tmp_path: Path) -> Iterator[Path]:
 
 
 @pytest.fixture
-def workspace(volume: DictVolume, nowhere: Path) -> Workspace:
+def workspace(volume: InMemoryVolume, nowhere: Path) -> Workspace:
     return Workspace(nowhere, nowhere, None, volume=volume)
 
 
@@ -78,7 +77,9 @@ def _record(workspace: Workspace, count: int, quarantine: Set | None = None) -> 
 # -- transcripts -----------------------------------------------------------------------
 
 
-def test_turns_and_audit_events_go_to_the_volume(workspace: Workspace, volume: DictVolume) -> None:
+def test_turns_and_audit_events_go_to_the_volume(
+    workspace: Workspace, volume: InMemoryVolume
+) -> None:
     transcript, audit = history.append_turn(workspace, _turn(1))
     history.append_turn(workspace, _turn(2))
     assert (transcript, audit) == (f"sessions/{STEM}.jsonl", f"sessions/{STEM}.audit.jsonl")
@@ -100,7 +101,7 @@ def test_turns_and_audit_events_go_to_the_volume(workspace: Workspace, volume: D
 
 
 def test_a_torn_tail_is_set_aside_and_cut_and_the_next_turn_starts_clean(
-    workspace: Workspace, volume: DictVolume
+    workspace: Workspace, volume: InMemoryVolume
 ) -> None:
     _record(workspace, 1)
     rel = history.transcript_rel(SESSION)
@@ -113,7 +114,7 @@ def test_a_torn_tail_is_set_aside_and_cut_and_the_next_turn_starts_clean(
 
 
 def test_compaction_archives_in_the_volume_and_seqs_go_on(
-    workspace: Workspace, volume: DictVolume
+    workspace: Workspace, volume: InMemoryVolume
 ) -> None:
     _record(workspace, 5)
     rel = history.transcript_rel(SESSION)
@@ -137,7 +138,7 @@ def test_compaction_archives_in_the_volume_and_seqs_go_on(
 
 
 def test_version_1_lines_and_q15_files_are_upgraded_in_the_volume(
-    workspace: Workspace, volume: DictVolume
+    workspace: Workspace, volume: InMemoryVolume
 ) -> None:
     old = f"sessions/{session_stem('old')}.jsonl"
     volume.write(
@@ -168,7 +169,7 @@ def test_version_1_lines_and_q15_files_are_upgraded_in_the_volume(
 
 
 def test_session_state_appends_and_trims_in_the_volume(
-    workspace: Workspace, volume: DictVolume
+    workspace: Workspace, volume: InMemoryVolume
 ) -> None:
     rel = workspace.session_state_rel(SESSION)
     assert rel == f"sessions/{STEM}/SESSION-STATE.md"
@@ -187,7 +188,7 @@ def test_session_state_appends_and_trims_in_the_volume(
 
 
 def test_the_searchable_files_are_listed_with_the_volume_stats(
-    workspace: Workspace, volume: DictVolume
+    workspace: Workspace, volume: InMemoryVolume
 ) -> None:
     for rel in [
         "MEMORY.md",
@@ -222,7 +223,7 @@ def test_the_searchable_files_are_listed_with_the_volume_stats(
 # -- Memory's parts on the volume ------------------------------------------------------
 
 
-def _locate_on(volume: DictVolume, monkeypatch: pytest.MonkeyPatch) -> None:
+def _locate_on(volume: InMemoryVolume, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every workspace ``Memory.open`` locates has ``volume`` for its files."""
 
     def locate(cls: type[Workspace], root: Path, group: str | None = None) -> Workspace:
@@ -233,18 +234,19 @@ def _locate_on(volume: DictVolume, monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def on_volume(
-    tmp_path: Path, volume: DictVolume, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, volume: InMemoryVolume, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[tuple[Memory, Path]]:
     """A ``Memory`` whose workspace's volume is ``volume`` (the engine's own
     files in a folder), searching an in-memory index."""
     folder = tmp_path / "ws"
+    (folder / ".memstrata").mkdir(parents=True)  # the engine's lock and journal files
     _locate_on(volume, monkeypatch)
     with Memory.open(folder, embedder="none", open_index=lambda _: InMemoryIndex()) as memory:
         yield memory, folder
 
 
 def test_sessions_and_search_run_on_the_volume(
-    on_volume: tuple[Memory, Path], volume: DictVolume
+    on_volume: tuple[Memory, Path], volume: InMemoryVolume
 ) -> None:
     memory, folder = on_volume
     assert memory.workspace.volume is volume
@@ -276,9 +278,10 @@ def test_sessions_and_search_run_on_the_volume(
 
 
 def test_a_volume_with_no_folder_needs_an_index_opener(
-    tmp_path: Path, volume: DictVolume, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, volume: InMemoryVolume, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _locate_on(volume, monkeypatch)
+    (tmp_path / "ws" / ".memstrata").mkdir(parents=True)  # the engine's lock and journal files
     with Memory.open(tmp_path / "ws", embedder="none") as memory:
         memory.record_turn(SESSION, user="hello", assistant="hi")
         with pytest.raises(BackendUnavailable, match="open_index"):

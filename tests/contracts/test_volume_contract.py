@@ -3,6 +3,7 @@ workspace's files live passes these. A new backend adds itself to ``BACKENDS``."
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -11,12 +12,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import postgres_server
+from fakes import InMemoryVolume
 from memstrata.errors import InvalidInput
 from memstrata.postgres.volume import PostgresVolume
 from memstrata.storage.volume import DiskVolume, Volume
 
 BACKENDS: dict[str, Callable[[Path], Volume]] = {
     "disk": lambda tmp: DiskVolume(tmp / "ws"),
+    "memory": lambda tmp: InMemoryVolume(),
     "postgres": lambda tmp: PostgresVolume(postgres_server.app_url(), postgres_server.tenant()),
 }
 
@@ -146,3 +149,30 @@ def test_matches_a_dict_of_bytes(volume: Volume, steps: list[tuple[str, str, byt
             assert volume.delete(rel) is (rel in model)
             model.pop(rel, None)
     assert {rel: volume.read(rel) for rel, _ in volume.list()} == model
+
+
+# -- DiskVolume only ------------------------------------------------------------------
+
+
+def test_disk_create_is_durable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Moves (of notes, of documents) are a ``create`` and then a ``delete`` of
+    the source: the new file's bytes and its name are on disk before it returns."""
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    assert DiskVolume(tmp_path / "ws").create("notes/zettel/a.md", b"# A\n")
+    folder = str(tmp_path / "ws" / "notes" / "zettel")
+    assert folder in synced  # the new name
+    assert any(os.path.dirname(path) == folder for path in synced if path != folder)  # the bytes
+
+
+def test_disk_list_skips_a_symlink_loop(tmp_path: Path) -> None:
+    volume = DiskVolume(tmp_path / "ws")
+    volume.write("notes/inbox/kept.md", b"# Kept\n")
+    os.symlink("loop.md", tmp_path / "ws" / "notes" / "inbox" / "loop.md")
+    assert [rel for rel, _ in volume.list("notes/")] == ["notes/inbox/kept.md"]

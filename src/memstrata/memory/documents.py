@@ -8,9 +8,11 @@ writer died after logging is redone by the next holder of the workspace lock.
 
 Invariants:
 
-* Every path passes the path guard (``access.resolve`` with ``write=True``):
-  only the allowed memory files, never outside the workspace. ``MEMORY.md``
-  is refused: it is rendered from the long-term store (use ``remember``).
+* Every path passes the path guard (``access.resolve_rel`` with
+  ``write=True``): only the allowed memory files, never outside the workspace.
+  ``MEMORY.md`` is refused: it is rendered from the long-term store (use
+  ``remember``). Files are read and written only through the workspace's
+  volume (``storage.volume``), at the path the guard gives.
 * Read, edit and write happen under the workspace lock, after catching up
   with the journal, so two writers never lose each other's edits.
 * Lines the edit adds or changes are redacted (``capture.secrets``); lines it
@@ -24,22 +26,12 @@ Invariants:
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 
 from ..capture.secrets import redact
 from ..errors import Conflict, InvalidInput, NotFound
 from ..model import Source, WriteEvent, check_document, now, parse_source, valid_text
-from ..storage.access import resolve
-from ..storage.files import staged_write
-from ..stores.docs import (
-    OP_DOC_DELETE,
-    OP_DOC_PUT,
-    OP_DOC_RENAME,
-    digest,
-    move,
-    read_or_none,
-    remove,
-)
+from ..storage.access import resolve_rel
+from ..stores.docs import OP_DOC_DELETE, OP_DOC_PUT, OP_DOC_RENAME, digest, move, staged
 from .engine import Engine
 
 __all__ = ["Documents", "FileEdit", "NotText"]
@@ -72,8 +64,9 @@ class Documents:
         """
         relative, target = self._document(path)
         origin = parse_source(source)
+        volume = self.engine.workspace.volume
         with self.engine.transaction(f"change {relative}", catch_up=True):
-            data = read_or_none(target)
+            data = volume.read(target)
             old = None if data is None else _text(data, relative)
             new = edit(old)
             record = {
@@ -86,15 +79,14 @@ class Documents:
                 if data is None:
                     raise NotFound(f"{relative} does not exist")
                 self.engine.write(OP_DOC_DELETE, record, sync=True)
-                remove(target)
+                volume.delete(target)
                 event = WriteEvent("document", "delete", "", origin, relative)
             else:
                 new = _new_text(new, relative)
                 new = _redact_changed(old or "", new)
                 encoded = new.encode("utf-8")
                 record.update(text=new, after=digest(encoded))
-                target.parent.mkdir(parents=True, exist_ok=True)
-                with staged_write(target, encoded):
+                with staged(volume, target, encoded):
                     self.engine.write(OP_DOC_PUT, record, sync=True)
                 event = WriteEvent("document", "put", new, origin, relative)
             self.engine.after_write()
@@ -107,11 +99,12 @@ class Documents:
         old_relative, source_path = self._document(old)
         new_relative, target = self._document(new)
         origin = parse_source(source)
+        volume = self.engine.workspace.volume
         with self.engine.transaction(f"rename {old_relative}", catch_up=True):
-            data = read_or_none(source_path)
+            data = volume.read(source_path)
             if data is None:
                 raise NotFound(f"{old_relative} does not exist")
-            if target.exists() or target.is_symlink():
+            if volume.stat(target) is not None:
                 raise Conflict(f"{new_relative} already exists")
             record = {
                 "path": old_relative,
@@ -121,10 +114,9 @@ class Documents:
                 "source": origin.value,
             }
             self.engine.write(OP_DOC_RENAME, record, sync=True)
-            try:
-                move(source_path, target)
-            except FileExistsError:  # created by hand just now: the record's redo skips it
-                raise Conflict(f"{new_relative} already exists") from None
+            if not move(volume, source_path, target, data):
+                # created by hand just now: the record's redo skips it
+                raise Conflict(f"{new_relative} already exists")
             self.engine.after_write()
         content = data.decode("utf-8", errors="replace")  # the move is done: only tell
         self.engine.events.notify(
@@ -132,9 +124,9 @@ class Documents:
             WriteEvent("document", "put", content, origin, new_relative),
         )
 
-    def _document(self, path: str) -> tuple[str, Path]:
-        """``path`` checked by the path guard for writing: (relative, absolute)."""
-        target = resolve(self.engine.workspace.path, path, write=True)
+    def _document(self, path: str) -> tuple[str, str]:
+        """``path`` checked by the path guard for writing: (as named, volume path)."""
+        target = resolve_rel(self.engine.workspace.volume, path, write=True)
         if path == RENDERED:
             raise InvalidInput(
                 "MEMORY.md is rendered from the long-term store and cannot be written as a "

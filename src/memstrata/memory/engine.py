@@ -403,7 +403,7 @@ class Engine:
             for record in new:
                 self._apply(record)
             if repair:  # a document change its writer may not have finished
-                docs.redo_latest(self.workspace.path, new)
+                docs.redo_latest(self.workspace.volume, new)
             if self.journal.gap and (repair or self.read_only):
                 # Others checkpointed more than once since we last read: the
                 # records in between are only in their snapshot. Start from it.
@@ -421,7 +421,7 @@ class Engine:
         for record in records:
             self._apply(record)
         if not self.read_only:
-            docs.redo_latest(self.workspace.path, records)  # (lock held)
+            docs.redo_latest(self.workspace.volume, records)  # (lock held)
         # A store rebuilt from MEMORY.md starts below the journal's base: never go back.
         self.store.lsn = max(self.store.lsn, self.journal.last_lsn)
 
@@ -486,7 +486,7 @@ class Engine:
             reason = f"corrupt journal record at byte {problem.offset}: {problem.reason}"
             self.quarantine("journal.wal", problem.data, reason)
         records = self.journal.records
-        docs.redo_latest(ws.path, records)  # a writer may have died between log and rename
+        docs.redo_latest(ws.volume, records)  # a writer may have died between log and rename
         self._append_audit(LTM_AUDIT, [r for r in records if r.op.startswith("ltm.")])
         self._append_audit(LESSONS_AUDIT, [r for r in records if r.op.startswith("lesson.")])
         self._append_audit(
@@ -559,8 +559,7 @@ class Engine:
     def append_note(self, block: str, session: str | None, at: datetime) -> WriteEvent:
         """Append a section (already redacted) to the daily note of ``at`` (lock
         held); the event for the write hooks."""
-        path = notes.append_exchange(self.workspace.path / "memory", block, at)
-        where = path.relative_to(self.workspace.path).as_posix()
+        where = notes.append_exchange(self.workspace.volume, block, at)
         return WriteEvent("note", "put", block, Source.USER, where, session)
 
 

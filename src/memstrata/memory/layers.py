@@ -1,6 +1,7 @@
 """The layers of ``Memory`` (issue 7), each a part on the facade:
 ``memory.core``, ``memory.working``, ``memory.semantic``, ``memory.notes``, on
-top of ``stores`` (the files) and ``Engine`` (lock and events).
+top of ``stores`` (the files, read and written only through the workspace's
+volume) and ``Engine`` (lock and events).
 
 * Every write runs under the workspace lock (two read-modify-write calls never
   interleave, across processes too) and tells the write hooks afterwards.
@@ -52,11 +53,7 @@ class Core:
         """Replace core file ``name`` with ``text`` (redacted); returns what was written."""
         with self.engine.transaction("write the core file"):
             written = core.write(self.engine.workspace, name, text)
-        where = (
-            core.path(self.engine.workspace, name)
-            .relative_to(self.engine.workspace.path)
-            .as_posix()
-        )
+        where = core.rel(name)
         self.engine.events.notify(WriteEvent("layer", "put", written, Source.USER, where))
         return written
 
@@ -97,12 +94,7 @@ class Working:
         events = []
         with self.engine.transaction("write working memory"):
             dropped = write(self.engine.settings.working_max_chars)
-            where = (
-                working.path(self.engine.workspace)
-                .relative_to(self.engine.workspace.path)
-                .as_posix()
-            )
-            events.append(WriteEvent("layer", "put", text, Source.USER, where))
+            events.append(WriteEvent("layer", "put", text, Source.USER, working.REL))
             if dropped:
                 events.append(self._keep_dropped(dropped))
         self.engine.events.notify(*events)
@@ -131,11 +123,8 @@ class Semantic:
         with self.engine.transaction("write the semantic file"):
             added = semantic.add(self.engine.workspace, name, text)
         if added is not None:
-            where = semantic.path(self.engine.workspace, name).relative_to(
-                self.engine.workspace.path
-            )
             self.engine.events.notify(
-                WriteEvent("layer", "put", added.text, Source.USER, where.as_posix())
+                WriteEvent("layer", "put", added.text, Source.USER, semantic.rel(name))
             )
         return added
 
@@ -143,11 +132,7 @@ class Semantic:
         """Remove items by exact text or line number; returns what was removed."""
         with self.engine.transaction("write the semantic file"):
             removed = semantic.remove(self.engine.workspace, name, item)
-        where = (
-            semantic.path(self.engine.workspace, name)
-            .relative_to(self.engine.workspace.path)
-            .as_posix()
-        )
+        where = semantic.rel(name)
         self.engine.events.notify(WriteEvent("layer", "delete", "", Source.USER, where))
         return removed
 
@@ -198,8 +183,7 @@ class Notes:
         return notebook.backlinks(self.engine.workspace, name)
 
     def _note_event(self, note: Note) -> WriteEvent:
-        where = note.path.relative_to(self.engine.workspace.path).as_posix()
-        return WriteEvent("layer", "put", note.name, Source.USER, where)
+        return WriteEvent("layer", "put", note.name, Source.USER, note.rel)
 
 
 def migrate_at_open(engine: Engine) -> None:

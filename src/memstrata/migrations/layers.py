@@ -12,7 +12,8 @@
    rest of SOUL.md is kept byte for byte; the sections' text is returned as it
    stood, except that recognised secrets are redacted.
 
-Both are idempotent: once done, a call changes nothing and returns nothing. A
+Files are read and written only through the workspace's volume
+(``storage.volume``). Both are idempotent: once done, a call changes nothing and returns nothing. A
 crash inside ``migrate_claude_md`` (SOUL.md written, CLAUDE.md not yet moved)
 is finished by the next call without adding the text twice; run step 2 only
 after step 1 returned. Neither takes the workspace lock (hold it), and a
@@ -21,22 +22,22 @@ SOUL.md that is not valid UTF-8 raises ``Corrupt`` and is left as it is.
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
 from importlib import resources
-from pathlib import Path
 
 from ..errors import StorageError
-from ..storage.files import fsync_dir, storage_errors
+from ..storage.files import storage_errors
 from ..storage.workspace import Workspace
-from ..stores.text import headings, read_text, redacted, write_text
+from ..stores.text import headings, read_text_or_none, redacted, write_text
 
 __all__ = ["MIGRATED_HEADING", "CompactionSection", "migrate_claude_md", "take_compaction_sections"]
 
 MIGRATED_HEADING = "## Migrated from CLAUDE.md"
 _COMPACTION = re.compile(r"session compaction\b", re.IGNORECASE)
 _SOUL = "core/SOUL.md"
+_LEGACY = "CLAUDE.md"
+_MIGRATED = ".memstrata/migrated"
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,19 +61,18 @@ class CompactionSection:
 
 def migrate_claude_md(workspace: Workspace) -> list[str]:
     """Take a root ``CLAUDE.md`` into core/SOUL.md (see the module); what was done."""
-    legacy = workspace.path / "CLAUDE.md"
-    if not legacy.is_file():
-        return []
     with storage_errors("read CLAUDE.md"):
-        data = legacy.read_bytes()
+        data = workspace.volume.read(_LEGACY)
+    if data is None:
+        return []
     done: list[str] = []
     text = data.decode("utf-8", "replace").replace("\r\n", "\n")
     if text.strip():
         done += _merge_into_soul(workspace, redacted(text))
     if not _is_utf8(data):
         done.append("CLAUDE.md was not valid UTF-8: its bad bytes were replaced in SOUL.md")
-    stored = _keep_original(workspace, legacy)
-    done.append(f"moved CLAUDE.md to {stored.relative_to(workspace.path)} (byte for byte)")
+    stored = _keep_original(workspace, data)
+    done.append(f"moved CLAUDE.md to {stored} (byte for byte)")
     return done
 
 
@@ -80,10 +80,9 @@ def take_compaction_sections(workspace: Workspace, *, cut: bool = True) -> list[
     """Cut the ``## Session Compaction`` sections out of SOUL.md; returns them in
     order. ``cut=False`` only reads them: a caller that must store them first
     (durably) cuts them in a second call."""
-    soul = workspace.path / "core" / "SOUL.md"
-    if not soul.exists():
+    text = read_text_or_none(workspace.volume, _SOUL, _SOUL)
+    if text is None:
         return []
-    text = read_text(soul, _SOUL)
     lines = text.split("\n")
     starts = [0]
     for line in lines:
@@ -101,7 +100,7 @@ def take_compaction_sections(workspace: Workspace, *, cut: bool = True) -> list[
         position = stop
     kept.append(text[position:])
     if cut:
-        write_text(soul, "".join(kept), _SOUL)
+        write_text(workspace.volume, _SOUL, "".join(kept), _SOUL)
     return sections
 
 
@@ -117,36 +116,31 @@ def _compaction_spans(lines: list[str]) -> list[tuple[int, int, str]]:
 
 
 def _merge_into_soul(workspace: Workspace, text: str) -> list[str]:
-    soul = workspace.path / "core" / "SOUL.md"
     text = text if text.endswith("\n") else text + "\n"
-    current = read_text(soul, _SOUL) if soul.exists() else ""
+    current = read_text_or_none(workspace.volume, _SOUL, _SOUL) or ""
     block = f"{MIGRATED_HEADING}\n\n{text}"
     if current == text or block in current:
         return []  # a crash after this write and before the move: the text is in already
     if not current.strip() or current == _template():
-        write_text(soul, text, _SOUL)
+        write_text(workspace.volume, _SOUL, text, _SOUL)
         return ["core/SOUL.md: replaced the untouched template with the text of CLAUDE.md"]
     joined = current if current.endswith("\n") else current + "\n"
-    write_text(soul, f"{joined}\n{block}", _SOUL)
+    write_text(workspace.volume, _SOUL, f"{joined}\n{block}", _SOUL)
     return [f"core/SOUL.md: appended the text of CLAUDE.md under '{MIGRATED_HEADING}'"]
 
 
-def _keep_original(workspace: Workspace, legacy: Path) -> Path:
-    """Move ``legacy`` into .memstrata/migrated/ under a free name; never overwrites."""
-    folder = workspace.system / "migrated"
-    with storage_errors("move CLAUDE.md to .memstrata/migrated"):
-        folder.mkdir(parents=True, exist_ok=True)
+def _keep_original(workspace: Workspace, data: bytes) -> str:
+    """Move CLAUDE.md (which holds ``data``) into .memstrata/migrated/ under a
+    free name, never overwriting; returns where it went."""
+    volume = workspace.volume
+    with storage_errors(f"move CLAUDE.md to {_MIGRATED}"):
         for number in range(10_000):
-            target = folder / ("CLAUDE.md" if number == 0 else f"CLAUDE.{number}.md")
-            try:
-                os.link(legacy, target)
-            except FileExistsError:
+            target = f"{_MIGRATED}/" + ("CLAUDE.md" if number == 0 else f"CLAUDE.{number}.md")
+            if volume.stat(target) is not None or not volume.create(target, data):
                 continue
-            fsync_dir(folder)
-            legacy.unlink()
-            fsync_dir(legacy.parent)
+            volume.delete(_LEGACY)
             return target
-    raise StorageError(f"cannot move CLAUDE.md: no free name left in {folder}")
+    raise StorageError(f"cannot move CLAUDE.md: no free name left in {_MIGRATED}")
 
 
 def _is_utf8(data: bytes) -> bool:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
+
 from ..config import Settings
 from ..index.protocol import Index
 from ..storage.journal import Log

@@ -36,6 +36,13 @@ be an allowed file; an existing target that is not a regular file (a
 folder, a FIFO, a device) is refused. Messages quote the requested path
 (escaped, shortened), never a file's content.
 
+``resolve_rel(volume, requested, write=...)`` is the guard for a workspace's
+volume (``storage.volume``): it gives the volume path of the file to read or
+write. On a folder (``Volume.local``) that is ``resolve``'s real path relative
+to the real folder (all of the above, symlinks followed on disk); a volume
+that is not a folder has no symlinks, so there the shape rules alone decide
+and the path is ``requested`` itself.
+
 Limits: the check is done on the path as it is at call time (a folder swapped
 for a symlink between ``resolve`` and the write is not caught), and a hard
 link to a file outside the workspace cannot be told from an ordinary file.
@@ -52,6 +59,7 @@ from pathlib import Path
 
 from ..errors import AccessDenied, InvalidInput
 from .layers import LAYERS
+from .volume import Volume, clean_rel
 from .workspace import GROUP_NAME, Workspace
 
 __all__ = [
@@ -61,6 +69,7 @@ __all__ = [
     "allowed",
     "check_group",
     "resolve",
+    "resolve_rel",
 ]
 
 GLOBAL = "global"
@@ -194,6 +203,22 @@ def resolve(workspace_root: Path, requested: str, *, write: bool) -> Path:
     if not stat.S_ISREG(mode):
         raise AccessDenied(f"cannot {verb} {_show(requested)}: it is not a regular file")
     return Path(real)
+
+
+def resolve_rel(volume: Volume, requested: str, *, write: bool) -> str:
+    """The volume path of allowed file ``requested`` (see the module); the same
+    refusals as ``resolve``."""
+    local = volume.local
+    if local is not None:
+        real = resolve(local, requested, write=write)
+        return Path(os.path.relpath(real, os.path.realpath(local))).as_posix()
+    if not isinstance(requested, str):
+        raise InvalidInput(f"a path must be a string, not {type(requested).__name__}")
+    problem = _shape_problem(requested)
+    if problem is not None:
+        verb = "write" if write else "read"
+        raise AccessDenied(f"cannot {verb} {_show(requested)}: {problem}")
+    return clean_rel(requested)
 
 
 def _shape_problem(requested: str) -> str | None:

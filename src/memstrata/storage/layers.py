@@ -19,7 +19,7 @@ arguments (no configuration is read here):
 
 Invariants shared by every writer here:
 
-* a write replaces its file atomically and durably (``files.atomic_write``): a
+* a write replaces its file atomically and durably (``Volume.write``): a
   reader sees the old text or the new, and after return the new text survives
   a crash; every text a writer is given is redacted (``capture.secrets``) first,
   and every file written ends in a line break;

@@ -16,9 +16,10 @@ keeps each file as rows of one tenant. What every volume guarantees
   break (a writer died mid-line) a line break comes first, so what is
   appended starts a line of its own; a new or empty file gets ``header``
   first.
-* ``create`` writes only when there is no file (never overwrites) and says
-  whether it did; ``rename`` replaces ``dst`` atomically; ``delete`` says
-  whether there was a file.
+* ``create`` writes only when there is no file (never overwrites; anything
+  standing at the path counts, a folder or a dangling symlink too), durably on
+  return, and says whether it did; ``rename`` replaces ``dst`` atomically;
+  ``delete`` says whether there was a file.
 * ``stat`` gives ``(size, mtime_ns, inode)``; every write changes at least
   one of them (a replace gives a new inode: a ``Stat`` equal to an earlier
   one means the same bytes, short of a same-size write within the clock's
@@ -47,7 +48,7 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from ..errors import InvalidInput
-from .files import TEMP_MARK, append_durable, atomic_write, create_new, exchange, fsync_dir, stage
+from .files import TEMP_MARK, append_durable, atomic_write, exchange, fsync_dir, stage
 
 __all__ = [
     "SETTLE_SECONDS",
@@ -181,7 +182,16 @@ class DiskVolume:
     def create(self, rel: str, data: bytes) -> bool:
         path = self.path(rel)
         path.parent.mkdir(parents=True, exist_ok=True)
-        return create_new(path, data)
+        temp = stage(path, data)  # fsynced: the name never shows bytes not yet on disk
+        try:
+            try:
+                os.link(temp, path)
+            except FileExistsError:
+                return False
+        finally:
+            temp.unlink(missing_ok=True)
+        fsync_dir(path.parent)
+        return True
 
     def rename(self, src: str, dst: str) -> None:
         target = self.path(dst)
@@ -328,5 +338,5 @@ def _walk(base: Path) -> Iterator[tuple[Path, Stat]]:
             elif entry.is_file():
                 info = entry.stat()
                 yield Path(entry.path), Stat(info.st_size, info.st_mtime_ns, info.st_ino)
-        except FileNotFoundError:
+        except OSError:  # gone meanwhile, or a symlink that leads nowhere (a loop)
             continue

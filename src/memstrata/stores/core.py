@@ -16,19 +16,24 @@ from ..model import check_document
 from ..storage.workspace import Workspace
 from .text import read_text, redacted, write_text
 
-__all__ = ["FILES", "path", "read", "write"]
+__all__ = ["FILES", "path", "read", "rel", "write"]
 
 FILES = {"agent": "AGENT.md", "user": "USER.md", "soul": "SOUL.md"}
 
 
+def rel(name: str) -> str:
+    """The volume path of core file ``name`` (``InvalidInput`` for an unknown name)."""
+    return f"core/{_file_name(name)}"
+
+
 def path(workspace: Workspace, name: str) -> Path:
-    """Where core file ``name`` lives (``InvalidInput`` for an unknown name)."""
-    return workspace.path / "core" / _file_name(name)
+    """Where core file ``name`` lives in the workspace folder."""
+    return workspace.path / rel(name)
 
 
 def read(workspace: Workspace, name: str) -> str:
     """The text of core file ``name``; ``NotFound`` if missing, ``Corrupt`` if not UTF-8."""
-    return read_text(path(workspace, name), f"core/{_file_name(name)}")
+    return read_text(workspace.volume, rel(name), rel(name))
 
 
 def write(workspace: Workspace, name: str, text: str) -> str:
@@ -39,11 +44,11 @@ def write(workspace: Workspace, name: str, text: str) -> str:
     """
     if not isinstance(text, str):
         raise InvalidInput(f"core text must be a string, not {type(text).__name__}")
-    check_document(text, f"core/{_file_name(name)}")
+    check_document(text, rel(name))
     safe = redacted(text)
     if safe and not safe.endswith("\n"):
         safe += "\n"
-    write_text(path(workspace, name), safe, f"core/{_file_name(name)}")
+    write_text(workspace.volume, rel(name), safe, rel(name))
     return safe
 
 

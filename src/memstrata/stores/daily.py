@@ -10,15 +10,15 @@
 
 Day and clock are the local time of the machine (a person reads these
 files); each text becomes one line, shortened to ``limit`` characters with
-``...`` (the seed's marker). Appends are durable on return.
+``...`` (the seed's marker). Appends go through the workspace's volume
+(``Volume.append``) and are durable on return.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
-from pathlib import Path
 
-from ..storage.files import append_durable
+from ..storage.volume import Volume
 
 __all__ = ["NOTE_TEXT_CHARS", "append_exchange", "note_block", "section", "shorten"]
 
@@ -43,10 +43,11 @@ def note_block(user: str, agent: str, at: datetime, limit: int = NOTE_TEXT_CHARS
     return section([f"**User:** {shorten(user, limit)}", f"**Agent:** {shorten(agent, limit)}"], at)
 
 
-def append_exchange(folder: Path, block: str, at: datetime) -> Path:
-    """Append ``block`` to the daily note of ``at``'s local day; returns its path."""
+def append_exchange(volume: Volume, block: str, at: datetime) -> str:
+    """Append ``block`` to the daily note of ``at``'s local day (``memory/<day>.md``
+    of ``volume``); returns its volume path."""
     day = at.astimezone().date()
-    path = folder / f"{day.isoformat()}.md"
+    rel = f"memory/{day.isoformat()}.md"
     header = f"# Daily Notes -- {day.isoformat()}\n\n"
-    append_durable(path, block.encode(), header=header.encode())
-    return path
+    volume.append(rel, block.encode(), header=header.encode())
+    return rel

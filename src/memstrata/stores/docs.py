@@ -12,11 +12,19 @@ Every record also has ``at`` (UTC time) and ``source``.
 
 Invariants:
 
-* **Stage, log, apply.** A writer stages the new bytes in a temporary file
-  beside the target (``files.staged_write``: a full disk or a read-only folder
-  fails here, before anything is logged), appends the record with fsync (the
-  commit point), then renames the staged file into place. Nothing is
-  acknowledged before the record is durable.
+* Files are read and written only through the workspace's volume
+  (``storage.volume``), by the record's workspace-relative path.
+* **Stage, log, apply.** A writer stages the new bytes (``staged``): on a
+  folder (``Volume.local``) in a temporary file beside the target
+  (``files.staged_write``: a full disk or a read-only folder fails here,
+  before anything is logged), appends the record with fsync (the commit
+  point), then renames the staged file into place. A volume that is not a
+  folder writes after the record, in the transaction its lock holds (a
+  failure undoes both). Nothing is acknowledged before the record is durable.
+* **A move never replaces a file.** ``move`` creates the destination
+  (``Volume.create``, never overwriting) with the source's bytes, then
+  deletes the source: a writer that died in between leaves both (redo then
+  leaves them alone: its destination exists).
 * **Only a file's last record is redone.** A writer's own change is finished
   before it answers, so only a writer that died between logging and renaming
   leaves a record unfinished, and a later change to the same file was made on
@@ -39,12 +47,13 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterable
-from pathlib import Path
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
-from ..storage.files import atomic_write, fsync_dir
+from ..storage.files import staged_write
 from ..storage.journal import Record
+from ..storage.volume import Volume, clean_rel
 
 __all__ = [
     "OP_DOC_DELETE",
@@ -54,10 +63,9 @@ __all__ = [
     "digest",
     "is_doc_op",
     "move",
-    "read_or_none",
     "redo",
     "redo_latest",
-    "remove",
+    "staged",
 ]
 
 OP_DOC_PUT = "doc.put"
@@ -75,15 +83,7 @@ def digest(data: bytes | None) -> str | None:
     return None if data is None else hashlib.sha256(data).hexdigest()
 
 
-def read_or_none(path: Path) -> bytes | None:
-    """The bytes of ``path``; ``None`` when it does not exist."""
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        return None
-
-
-def redo_latest(root: Path, records: Iterable[Record]) -> int:
+def redo_latest(volume: Volume, records: Iterable[Record]) -> int:
     """``redo`` each document record that no later one in ``records`` touches
     (a rename touches both its names); how many changed a file."""
     last: dict[str, Record] = {}
@@ -93,7 +93,7 @@ def redo_latest(root: Path, records: Iterable[Record]) -> int:
                 last[name] = record
     latest = {id(record): record for record in last.values()}
     return sum(
-        redo(root, record)
+        redo(volume, record)
         for record in latest.values()
         if all(last[name] is record for name in _names(record))
     )
@@ -106,48 +106,57 @@ def _names(record: Record) -> list[str]:
     return names
 
 
-def redo(root: Path, record: Record) -> bool:
+def redo(volume: Volume, record: Record) -> bool:
     """Apply ``record`` if its file is still as the record found it; whether it did."""
     data = record.data
-    target = _inside(root, data.get("path"))
+    target = _inside(volume, data.get("path"))
     if target is None:
         return False
-    current = digest(read_or_none(target))
+    old = volume.read(target)
+    current = digest(old)
     if record.op == OP_DOC_PUT:
         if current != data.get("before") or current == data.get("after"):
             return False
-        target.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(target, str(data["text"]).encode("utf-8"))
+        volume.write(target, str(data["text"]).encode("utf-8"))
         return True
     if record.op == OP_DOC_DELETE:
         if current is None or current != data.get("before"):
             return False
-        remove(target)
+        volume.delete(target)
         return True
     if record.op == OP_DOC_RENAME:
-        destination = _inside(root, data.get("to"))
-        if destination is None or current is None or current != data.get("before"):
+        destination = _inside(volume, data.get("to"))
+        if destination is None or old is None or current != data.get("before"):
             return False
-        if destination.exists() or destination.is_symlink():
+        if volume.stat(destination) is not None:
             return False
-        move(target, destination)
-        return True
+        return move(volume, target, destination, old)
     return False
 
 
-def remove(target: Path) -> None:
-    """Delete ``target`` durably (a power loss cannot bring it back)."""
-    target.unlink()
-    fsync_dir(target.parent)
+@contextmanager
+def staged(volume: Volume, rel: str, data: bytes) -> Iterator[None]:
+    """Replace ``rel`` with ``data`` once the block (which logs the change) returns;
+    on a folder the bytes are staged first, so that failing to store them fails
+    before the block runs (see the module)."""
+    local = volume.local
+    if local is None:
+        yield
+        volume.write(rel, data)
+        return
+    target = local / clean_rel(rel)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with staged_write(target, data):
+        yield
 
 
-def move(source: Path, destination: Path) -> None:
-    """Rename ``source`` to ``destination`` durably, never replacing a file there."""
-    destination.parent.mkdir(parents=True, exist_ok=True)
-    os.link(source, destination)  # FileExistsError rather than overwriting
-    fsync_dir(destination.parent)
-    source.unlink()
-    fsync_dir(source.parent)
+def move(volume: Volume, source: str, destination: str, data: bytes) -> bool:
+    """Move ``source`` (which holds ``data``) to ``destination`` durably, never
+    replacing anything there (False, and nothing changed, when something is)."""
+    if not volume.create(destination, data):
+        return False
+    volume.delete(source)
+    return True
 
 
 def audit_entry(record: Record) -> dict[str, Any]:
@@ -158,19 +167,21 @@ def audit_entry(record: Record) -> dict[str, Any]:
     return entry
 
 
-def _inside(root: Path, relative: object) -> Path | None:
-    """``root / relative`` when it is a plain relative path that stays inside ``root``.
+def _inside(volume: Volume, relative: object) -> str | None:
+    """``relative`` when it is a plain relative path that stays inside the workspace.
 
-    Records are written only after the path guard (``access.resolve``) accepted
-    the path; this is a second, cheap check against a journal edited by hand.
+    Records are written only after the path guard (``access.resolve_rel``)
+    accepted the path; this is a second, cheap check against a journal edited
+    by hand (on a folder, its real path must stay inside the real folder).
     """
     if not isinstance(relative, str) or not relative or relative.startswith("/"):
         return None
     parts = relative.split("/")
     if any(part in ("", ".", "..") or "\\" in part or "\0" in part for part in parts):
         return None
-    target = root / relative
-    real_root = os.path.realpath(root)
-    if not os.path.realpath(target).startswith(real_root + os.sep):
-        return None
-    return target
+    local = volume.local
+    if local is not None:
+        real_root = os.path.realpath(local)
+        if not os.path.realpath(local / relative).startswith(real_root + os.sep):
+            return None
+    return relative

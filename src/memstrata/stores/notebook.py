@@ -6,17 +6,19 @@ and ``[[name#heading]]``); a map is a note in notes/maps listing such links.
 
 Guarantees:
 
+* Notes are read and written only through the workspace's volume
+  (``storage.volume``), as ``notes/<folder>/<name>.md`` (``Note.rel``).
 * Every path stays inside the workspace: a name with ``/``, ``\\``, ``..``,
   NUL or another control character, a leading ``.``, or an absolute path is
-  ``InvalidInput``; a note whose real path leaves the workspace (a symlink
-  out) is ``AccessDenied``.
+  ``InvalidInput``; on a folder, a note whose real path leaves the workspace
+  (a symlink out) is ``AccessDenied``.
 * Names are unique across the three folders: ``create`` takes the title's
   slug and adds a short random suffix when that name is taken; it never
   overwrites a file. ``[[name]]`` therefore names one note (matched exactly).
 * ``move`` (and ``promote``, inbox to zettel) never overwrites: a note of the
-  same name in the target folder is a ``Conflict``. It links the file into
-  its new folder, then unlinks the old one; a crash in between leaves the
-  same file in both, which the next ``move`` finishes.
+  same name in the target folder is a ``Conflict``. It creates the note in
+  its new folder (``Volume.create``), then deletes the old one; a crash in
+  between leaves the same bytes in both, which the next ``move`` finishes.
 * New text (titles, bodies) is redacted; writes are atomic and durable.
 * Links are read outside fenced code blocks; ``backlinks`` reads every note.
 """
@@ -33,7 +35,8 @@ from pathlib import Path
 
 from ..errors import AccessDenied, Conflict, InvalidInput, NotFound
 from ..model import check_document, clean_text, valid_text
-from ..storage.files import create_new, fsync_dir, storage_errors
+from ..storage.files import storage_errors
+from ..storage.volume import clean_rel
 from ..storage.workspace import Workspace
 from .text import outside_fences, read_text, redacted, write_text
 
@@ -67,7 +70,12 @@ class Note:
 
     name: str
     folder: str
-    path: Path
+    path: Path  # in the workspace folder (``workspace.path / rel``)
+
+    @property
+    def rel(self) -> str:
+        """Its volume path: ``notes/<folder>/<name>.md``."""
+        return _rel(self.folder, self.name)
 
 
 def check_name(name: str) -> str:
@@ -113,15 +121,13 @@ def create(workspace: Workspace, title: str, body: str = "", *, folder: str = "i
     if not text.endswith("\n"):
         text += "\n"
     base = slug(heading)
-    directory = _folder(workspace, _check_folder(folder))
+    _check_folder(folder)
     with storage_errors(f"create a note in notes/{folder}"):
-        directory.mkdir(parents=True, exist_ok=True)
         for attempt in range(100):
             name = base if attempt == 0 else f"{base}-{secrets.token_hex(2)}"
-            target = _inside(workspace, directory / f"{name}.md")
-            if not _taken(workspace, name) and create_new(target, text.encode("utf-8")):
-                fsync_dir(directory)
-                return Note(name, folder, target)
+            rel = _inside(workspace, _rel(folder, name))
+            if not _taken(workspace, name) and workspace.volume.create(rel, text.encode("utf-8")):
+                return _note(workspace, folder, name)
     raise Conflict(f"could not find a free name for a note titled {heading!r}")
 
 
@@ -139,16 +145,17 @@ def find(workspace: Workspace, name: str) -> Note:
     """The note called ``name`` (looked up in inbox, zettel, maps order); ``NotFound``."""
     bare = check_name(name)
     for folder in FOLDERS:
-        target = _inside(workspace, _folder(workspace, folder) / f"{bare}.md")
-        if target.is_file():
-            return Note(bare, folder, target)
+        rel = _inside(workspace, _rel(folder, bare))
+        with storage_errors(f"look for note {bare!r}"):
+            if workspace.volume.stat(rel) is not None:
+                return _note(workspace, folder, bare)
     raise NotFound(f"no note called {bare!r} in notes/inbox, notes/zettel or notes/maps")
 
 
 def read(workspace: Workspace, name: str) -> str:
     """The text of note ``name``; ``Corrupt`` if it is not valid UTF-8."""
     note = find(workspace, name)
-    return read_text(note.path, f"notes/{note.folder}/{note.name}.md")
+    return read_text(workspace.volume, note.rel, note.rel)
 
 
 def list_notes(workspace: Workspace, folder: str | None = None) -> list[Note]:
@@ -156,32 +163,35 @@ def list_notes(workspace: Workspace, folder: str | None = None) -> list[Note]:
     folders = FOLDERS if folder is None else (_check_folder(folder),)
     found: list[Note] = []
     for each in folders:
-        directory = _folder(workspace, each)
-        if not directory.is_dir():
-            continue
-        for entry in sorted(directory.iterdir()):
-            if entry.suffix == ".md" and entry.is_file() and not entry.name.startswith("."):
-                found.append(Note(entry.stem, each, entry))
+        prefix = f"notes/{each}/"
+        with storage_errors(f"list notes/{each}"):
+            listed = workspace.volume.list(prefix)
+        for rel, _ in listed:
+            entry = rel[len(prefix) :]
+            if "/" not in entry and entry.endswith(".md") and not entry.startswith("."):
+                found.append(_note(workspace, each, entry.removesuffix(".md")))
     return found
 
 
 def move(workspace: Workspace, name: str, folder: str) -> Note:
     """Move note ``name`` to ``folder``; a no-op if it is there already (see module)."""
-    directory = _folder(workspace, _check_folder(folder))
+    _check_folder(folder)
     note = find(workspace, name)
     if note.folder == folder:
         return note
-    target = _inside(workspace, directory / note.path.name)
+    volume = workspace.volume
+    target = _inside(workspace, _rel(folder, note.name))
     with storage_errors(f"move note {note.name!r} to notes/{folder}"):
-        directory.mkdir(parents=True, exist_ok=True)
-        if target.exists() and not os.path.samefile(note.path, target):
-            raise Conflict(f"notes/{folder}/{target.name} exists already")
-        if not target.exists():
-            os.link(note.path, target)
-            fsync_dir(directory)
-        note.path.unlink()
-        fsync_dir(note.path.parent)
-    return Note(note.name, folder, target)
+        data = volume.read(note.rel)
+        if data is None:
+            raise NotFound(f"note {note.name!r} is gone from notes/{note.folder}")
+        there = volume.read(target)
+        if there is None and volume.create(target, data):
+            there = data
+        if there != data:  # a note of its own (the same bytes: a move that died)
+            raise Conflict(f"notes/{folder}/{note.name}.md exists already")
+        volume.delete(note.rel)
+    return _note(workspace, folder, note.name)
 
 
 def promote(workspace: Workspace, name: str) -> Note:
@@ -203,9 +213,7 @@ def backlinks(workspace: Workspace, name: str) -> list[Note]:
     bare = check_name(name)
     found: list[Note] = []
     for note in list_notes(workspace):
-        with storage_errors(f"read notes/{note.folder}/{note.path.name}"):
-            text = note.path.read_bytes().decode("utf-8", "replace")
-        if note.name != bare and bare in _links(text):
+        if note.name != bare and bare in _links(_loose_text(workspace, note)):
             found.append(note)
     return found
 
@@ -217,8 +225,7 @@ def link(workspace: Workspace, source: str, target: str) -> bool:
     """
     note = find(workspace, source)
     wanted = find(workspace, target).name
-    what = f"notes/{note.folder}/{note.path.name}"
-    text = read_text(note.path, what)
+    text = read_text(workspace.volume, note.rel, note.rel)
     if wanted in _links(text):
         return False
     if text and not text.endswith("\n"):
@@ -226,7 +233,7 @@ def link(workspace: Workspace, source: str, target: str) -> bool:
     last = next((line for line in reversed(text.split("\n")) if line.strip()), "")
     if not _LINK.fullmatch(last.removeprefix("- ").strip()) and not text.endswith("\n\n"):
         text += "\n"
-    write_text(_inside(workspace, note.path), f"{text}- [[{wanted}]]\n", what)
+    write_text(workspace.volume, _inside(workspace, note.rel), f"{text}- [[{wanted}]]\n", note.rel)
     return True
 
 
@@ -241,8 +248,21 @@ def _links(text: str) -> list[str]:
     return found
 
 
+def _loose_text(workspace: Workspace, note: Note) -> str:
+    """The text of a listed note with bad bytes replaced ("" when it cannot be named
+    by a volume path: a file made by hand with a ``\\`` in its name)."""
+    try:
+        rel = clean_rel(note.rel)
+    except InvalidInput:
+        return ""
+    with storage_errors(f"read {rel}"):
+        data = workspace.volume.read(rel) or b""
+    return data.decode("utf-8", "replace")
+
+
 def _taken(workspace: Workspace, name: str) -> bool:
-    return any((_folder(workspace, folder) / f"{name}.md").exists() for folder in FOLDERS)
+    with storage_errors(f"look for note {name!r}"):
+        return any(workspace.volume.stat(_rel(folder, name)) is not None for folder in FOLDERS)
 
 
 def _check_folder(folder: str) -> str:
@@ -251,12 +271,22 @@ def _check_folder(folder: str) -> str:
     return folder
 
 
-def _folder(workspace: Workspace, folder: str) -> Path:
-    return workspace.path / "notes" / folder
+def _rel(folder: str, name: str) -> str:
+    return f"notes/{folder}/{name}.md"
 
 
-def _inside(workspace: Workspace, target: Path) -> Path:
-    """``target`` unless its real path leaves the workspace (then ``AccessDenied``)."""
-    if not target.resolve().is_relative_to(workspace.path.resolve()):
-        raise AccessDenied(f"{target} leads outside the workspace {workspace.path}")
-    return target
+def _note(workspace: Workspace, folder: str, name: str) -> Note:
+    return Note(name, folder, workspace.path / _rel(folder, name))
+
+
+def _inside(workspace: Workspace, rel: str) -> str:
+    """``rel`` unless, on a folder, its real path leaves the workspace (then
+    ``AccessDenied``); a volume that is not a folder has no symlinks."""
+    rel = clean_rel(rel)
+    local = workspace.volume.local
+    if local is not None:
+        target = local / rel
+        real = Path(os.path.realpath(target))  # (Path.resolve raises on a symlink loop)
+        if not real.is_relative_to(os.path.realpath(local)):
+            raise AccessDenied(f"{target} leads outside the workspace {local}")
+    return rel

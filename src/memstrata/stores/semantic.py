@@ -23,9 +23,17 @@ from pathlib import Path
 from ..errors import InvalidInput, NotFound
 from ..model import normalize_text
 from ..storage.workspace import Workspace
-from .text import bullet, headings, item_text, outside_fences, read_text, write_text
+from .text import (
+    bullet,
+    headings,
+    item_text,
+    outside_fences,
+    read_text,
+    read_text_or_none,
+    write_text,
+)
 
-__all__ = ["FILES", "SemanticItem", "add", "path", "read", "remove"]
+__all__ = ["FILES", "SemanticItem", "add", "path", "read", "rel", "remove"]
 
 FILES = {"facts": "facts.md", "preferences": "preferences.md", "projects": "projects.md"}
 
@@ -40,24 +48,28 @@ class SemanticItem:
     heading: str | None = None
 
 
+def rel(name: str) -> str:
+    """The volume path of semantic file ``name`` (``"facts"`` or ``"facts.md"``...)."""
+    return f"semantic/{_file_name(name)}"
+
+
 def path(workspace: Workspace, name: str) -> Path:
-    """Where semantic file ``name`` (``"facts"`` or ``"facts.md"``...) lives."""
-    return workspace.path / "semantic" / _file_name(name)
+    """Where semantic file ``name`` lives in the workspace folder."""
+    return workspace.path / rel(name)
 
 
 def read(workspace: Workspace, name: str) -> list[SemanticItem]:
     """The items of semantic file ``name`` in file order (none if the file is missing)."""
-    target = path(workspace, name)
-    if not target.exists():
-        return []
-    return _items(read_text(target, _what(name)).split("\n"))
+    text = read_text_or_none(workspace.volume, rel(name), rel(name))
+    return [] if text is None else _items(text.split("\n"))
 
 
 def add(workspace: Workspace, name: str, text: str) -> SemanticItem | None:
     """Append ``text`` as the last item; None (and no write) if an equal item is there."""
     item = item_text(text)
-    target = path(workspace, name)
-    current = read_text(target, _what(name)) if target.exists() else _template(name)
+    current = read_text_or_none(workspace.volume, rel(name), rel(name))
+    if current is None:
+        current = _template(name)
     lines = current.split("\n")
     key = normalize_text(item)
     if any(normalize_text(existing.text) == key for existing in _items(lines)):
@@ -68,29 +80,29 @@ def add(workspace: Workspace, name: str, text: str) -> SemanticItem | None:
     if last is not None and bullet(last) is None and not current.endswith("\n\n"):
         current += "\n"
     current += f"- {item}\n"
-    write_text(target, current, _what(name))
+    write_text(workspace.volume, rel(name), current, rel(name))
     return _items(current.split("\n"))[-1]
 
 
 def remove(workspace: Workspace, name: str, item: str | int) -> list[SemanticItem]:
     """Delete the items whose text is exactly ``item`` (str) or that sit on line ``item``
     (int); returns them. ``NotFound`` (and no write) when there is none."""
-    target = path(workspace, name)
-    lines = read_text(target, _what(name)).split("\n")
+    lines = read_text(workspace.volume, rel(name), rel(name)).split("\n")
     items = _items(lines)
     if isinstance(item, bool) or not isinstance(item, (str, int)):
         raise InvalidInput(f"item must be its text or its line number, not {item!r}")
     if isinstance(item, str):
         gone = [found for found in items if found.text == item.strip()]
-        missing = f"no item {item!r} in {_what(name)}"
+        missing = f"no item {item!r} in {rel(name)}"
     else:
         gone = [found for found in items if found.line == item]
-        missing = f"line {item} of {_what(name)} is not an item"
+        missing = f"line {item} of {rel(name)} is not an item"
     if not gone:
         raise NotFound(missing)
     drop = {found.line - 1 for found in gone}
     kept = "\n".join(line for index, line in enumerate(lines) if index not in drop)
-    write_text(target, kept.rstrip("\n") + "\n" if kept.strip() else "", _what(name))
+    kept = kept.rstrip("\n") + "\n" if kept.strip() else ""
+    write_text(workspace.volume, rel(name), kept, rel(name))
     return gone
 
 
@@ -113,10 +125,6 @@ def _file_name(name: str) -> str:
             return FILES[key]
     allowed = ", ".join([*FILES, *FILES.values()])
     raise InvalidInput(f"semantic file must be one of {allowed}, not {name!r}")
-
-
-def _what(name: str) -> str:
-    return f"semantic/{_file_name(name)}"
 
 
 def _template(name: str) -> str:

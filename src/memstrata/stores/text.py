@@ -1,11 +1,13 @@
 """Reading and writing the Markdown files of the layers.
 
+* Files are named by volume path (``storage.volume``: ``"core/SOUL.md"``) and
+  read and written only through the workspace's volume.
 * ``read_text`` gives a file's text with ``\\r\\n`` read as ``\\n``; a file that
   is not valid UTF-8 raises ``Corrupt`` (so nothing is ever rewritten from a
-  lossy decoding), a missing one ``NotFound``.
-* ``write_text`` replaces a file atomically and durably and makes it end in a
-  line break. It does not redact: callers redact the text they were given
-  (``redacted``) and keep what was already in the file as it was.
+  lossy decoding), a missing one ``NotFound`` (``read_text_or_none``: None).
+* ``write_text`` replaces a file atomically and durably (``Volume.write``) and
+  makes it end in a line break. It does not redact: callers redact the text
+  they were given (``redacted``) and keep what was already in the file as it was.
 * ``headings`` and ``outside_fences`` skip what is inside fenced code blocks.
 """
 
@@ -13,12 +15,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 
 from ..capture.secrets import redact
 from ..errors import Corrupt, NotFound
 from ..model import clean_text, valid_text
-from ..storage.files import atomic_write, storage_errors
+from ..storage.files import storage_errors
+from ..storage.volume import Volume
 
 __all__ = [
     "bullet",
@@ -26,7 +28,9 @@ __all__ = [
     "item_text",
     "outside_fences",
     "read_text",
+    "read_text_or_none",
     "redacted",
+    "where",
     "write_text",
 ]
 
@@ -35,30 +39,42 @@ _FENCE = re.compile(r"[ ]{0,3}(`{3,}|~{3,})")
 _BULLET = re.compile(r"[-*+][ \t]+(\S.*)")
 
 
-def read_text(path: Path, what: str) -> str:
-    """The text of ``path`` (``what`` names it in errors), line breaks as ``\\n``."""
+def read_text(volume: Volume, rel: str, what: str) -> str:
+    """The text of ``rel`` (``what`` names it in errors), line breaks as ``\\n``."""
+    text = read_text_or_none(volume, rel, what)
+    if text is None:
+        raise NotFound(f"{what} does not exist ({where(volume, rel)})")
+    return text
+
+
+def read_text_or_none(volume: Volume, rel: str, what: str) -> str | None:
+    """``read_text``, but None when there is no such file."""
     with storage_errors(f"read {what}"):
-        try:
-            data = path.read_bytes()
-        except FileNotFoundError:
-            raise NotFound(f"{what} does not exist ({path})") from None
+        data = volume.read(rel)
+    if data is None:
+        return None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise Corrupt(
-            f"{what} ({path}) is not valid UTF-8 at byte {exc.start}; "
+            f"{what} ({where(volume, rel)}) is not valid UTF-8 at byte {exc.start}; "
             "fix or remove that byte, memstrata will not rewrite the file until then"
         ) from None
     return text.replace("\r\n", "\n")
 
 
-def write_text(path: Path, text: str, what: str) -> None:
-    """Replace ``path`` with ``text`` (plus a final line break if it has none)."""
+def write_text(volume: Volume, rel: str, text: str, what: str) -> None:
+    """Replace ``rel`` with ``text`` (plus a final line break if it has none)."""
     if text and not text.endswith("\n"):
         text += "\n"
     with storage_errors(f"write {what}"):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(path, text.encode("utf-8"))
+        volume.write(rel, text.encode("utf-8"))
+
+
+def where(volume: Volume, rel: str) -> str:
+    """Where file ``rel`` is, for messages: its path on disk, else ``rel`` and the volume."""
+    local = volume.local
+    return str(local / rel) if local is not None else f"{rel} in {volume.where}"
 
 
 def redacted(text: str) -> str:

@@ -38,10 +38,11 @@ from pathlib import Path
 from ..errors import InvalidInput
 from ..model import normalize_text, now
 from ..storage.workspace import Workspace
-from .text import bullet, headings, item_text, read_text, write_text
+from .text import bullet, headings, item_text, read_text_or_none, write_text
 
 __all__ = [
     "DEFAULT_CAP",
+    "REL",
     "SECTIONS",
     "Dropped",
     "Section",
@@ -64,7 +65,7 @@ SECTIONS = {
     "recent_progress": "Recent progress",
 }
 _KEY_OF_TITLE = {title.casefold(): key for key, title in SECTIONS.items()}
-_WHAT = "working/WORKING_MEMORY.md"
+REL = "working/WORKING_MEMORY.md"  # its volume path
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,16 +196,14 @@ def fit(memory: WorkingMemory, cap: int = DEFAULT_CAP) -> tuple[WorkingMemory, l
 
 
 def path(workspace: Workspace) -> Path:
-    """Where WORKING_MEMORY.md lives."""
-    return workspace.path / "working" / "WORKING_MEMORY.md"
+    """Where WORKING_MEMORY.md lives in the workspace folder."""
+    return workspace.path / REL
 
 
 def read(workspace: Workspace) -> WorkingMemory:
     """The working memory (the template's empty sections when the file is missing)."""
-    target = path(workspace)
-    if not target.exists():
-        return parse(_template())
-    return parse(read_text(target, _WHAT))
+    text = read_text_or_none(workspace.volume, REL, REL)
+    return parse(_template() if text is None else text)
 
 
 def set_items(
@@ -257,7 +256,7 @@ def add_progress(
 
 def _save(workspace: Workspace, memory: WorkingMemory, cap: int) -> list[Dropped]:
     memory, dropped = fit(memory, cap)
-    write_text(path(workspace), render(memory), _WHAT)
+    write_text(workspace.volume, REL, render(memory), REL)
     return dropped
 
 

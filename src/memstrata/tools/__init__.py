@@ -4,8 +4,8 @@
 * ``memory_search(query, k=8, layer=None, session=None)`` — documents and
   transcripts merged and ranked; each hit with path, lines, snippet, score.
 * ``memory_get(path, from_line=None, lines=None)`` — lines of one memory file,
-  through the path guard (``access.resolve``): only the workspace's memory
-  files, never anything outside it.
+  through the path guard (``access.resolve_rel``) and the workspace's volume:
+  only the workspace's memory files, never anything outside it.
 * ``memory_write(text, category=None)`` — a long-term fact with source
   ``agent``: the agent's own writes are kept but never become instructions
   (``observe`` promotes only the user's words).
@@ -38,7 +38,8 @@ from ..config import load_settings
 from ..errors import MemstrataError
 from ..memory import Memory
 from ..model import valid_text
-from ..storage.access import GLOBAL, Groups, resolve
+from ..storage.access import GLOBAL, Groups, resolve_rel
+from ..storage.files import storage_errors
 from ..storage.workspace import Workspace
 
 __all__ = ["TOOLS", "Answer", "GroupTools", "answer", "anthropic_tools", "dispatch", "openai_tools"]
@@ -167,16 +168,17 @@ def _get(memory: Memory, args: Mapping[str, Any]) -> Any:
     requested = args.get("path")
     if not isinstance(requested, str):
         raise _Bad("path must be a string")
-    path = resolve(memory.workspace.path, requested, write=False)
-    if path == memory.workspace.memory_md.resolve() and not memory.read_only:
+    volume = memory.workspace.volume
+    rel = resolve_rel(volume, requested, write=False)
+    if rel == "MEMORY.md" and not memory.read_only:
         memory.flush()  # what was just written is in it (a no-op when nothing is pending)
     first = _int(args.get("from_line", 1), "from_line", 1, 10**9)
     count = _int(args.get("lines", MAX_LINES), "lines", 1, MAX_LINES)
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except FileNotFoundError:
-        raise _Bad(f"{requested} does not exist") from None
-    every = text.splitlines()
+    with storage_errors(f"read {requested}"):
+        data = volume.read(rel)
+    if data is None:
+        raise _Bad(f"{requested} does not exist")
+    every = data.decode("utf-8", "replace").splitlines()
     chosen = every[first - 1 : first - 1 + count]
     return {
         "path": requested,

@@ -2,7 +2,8 @@
 
 The model sends commands on a ``/memories`` directory; ``MemoryToolHandler.handle``
 runs them on the workspace and answers with text. ``/memories/<p>`` is the
-workspace file ``<p>``, reached only through ``access.resolve``: only the
+workspace file ``<p>``, reached only through ``access.resolve_rel`` and the
+workspace's volume (``storage.volume``): only the
 allowed memory files (MEMORY.md, memory/, core/, working/, semantic/,
 notes/{inbox,zettel,maps}/, summaries/ markdown) can be seen or changed.
 
@@ -44,16 +45,14 @@ Guarantees:
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping
-from pathlib import Path
 
 from ..capture.secrets import redact
 from ..errors import Conflict, MemstrataError, NotFound
 from ..memory import Memory
 from ..memory.documents import FileEdit, NotText
 from ..model import valid_text
-from ..storage.access import allowed, resolve
+from ..storage.access import allowed, resolve_rel
 
 __all__ = ["PREFIX", "MemoryToolHandler"]
 
@@ -82,6 +81,7 @@ class MemoryToolHandler:
     def __init__(self, memory: Memory) -> None:
         self.memory = memory
         self.root = memory.workspace.path
+        self.volume = memory.workspace.volume
         self._commands: dict[str, Callable[[Mapping[str, object]], str]] = {
             "view": self._view,
             "create": self._create,
@@ -116,7 +116,7 @@ class MemoryToolHandler:
         if folder is not None:
             return self._listing(folder)
         relative = _relative(path)
-        target = resolve(self.root, relative, write=False)
+        target = resolve_rel(self.volume, relative, write=False)
         text = self._read(target, relative)
         lines = _lines(text)
         start, end = 1, len(lines)
@@ -259,27 +259,28 @@ class MemoryToolHandler:
             if folder in ("core", "working"):
                 continue
             try:
-                names = sorted(entry.name for entry in os.scandir(self.root / folder))
-            except OSError:
+                listed = self.volume.list(folder + "/")
+            except (MemstrataError, OSError):
                 continue
-            candidates.extend(f"{folder}/{name}" for name in names if allowed(f"{folder}/{name}"))
+            candidates.extend(relative for relative, _ in listed if allowed(relative))
         found: list[tuple[str, int]] = []
         for relative in candidates:
             try:
-                target = resolve(self.root, relative, write=False)
-                found.append((relative, target.stat().st_size))
+                info = self.volume.stat(resolve_rel(self.volume, relative, write=False))
             except (MemstrataError, OSError):
                 continue
+            if info is not None:
+                found.append((relative, info.size))
         return sorted(found)
 
-    def _read(self, target: Path, relative: str) -> str:
-        """The text of ``target``; ``_ToolError`` when missing or not UTF-8."""
+    def _read(self, target: str, relative: str) -> str:
+        """The text of volume path ``target``; ``_ToolError`` when missing or not UTF-8."""
         try:
-            data = target.read_bytes()
-        except FileNotFoundError:
-            raise _ToolError(_missing(relative)) from None
+            data = self.volume.read(target)
         except OSError as exc:
             raise _ToolError(f"cannot read {_show(relative)}: {exc.strerror}") from None
+        if data is None:
+            raise _ToolError(_missing(relative))
         try:
             return data.decode("utf-8").replace("\r\n", "\n")
         except UnicodeDecodeError:
