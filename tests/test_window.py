@@ -25,6 +25,7 @@ from memstrata.context.window import (
     truncate_tool_result,
 )
 from memstrata.errors import InvalidInput, StorageError
+from memstrata.storage.volume import DiskVolume
 
 T0 = datetime(2025, 1, 15, 14, 30, tzinfo=UTC)
 SEED_MARKER_12 = (
@@ -228,7 +229,7 @@ Refactored the database module to use connection pooling.
 
 def _buffer_window(tmp_path: Path, limit: int = 100) -> tuple[ContextWindow, Path]:
     path = tmp_path / "memory" / "working-buffer.md"
-    window = ContextWindow(limit, buffer_path=path, clock=lambda: T0)
+    window = ContextWindow(limit, buffer=DiskVolume(tmp_path), clock=lambda: T0)
     window.add(_msg("system", 30, "sys"))
     return window, path
 
@@ -548,7 +549,7 @@ def test_any_conversation_keeps_its_ends_and_accounts_for_every_drop(
 def test_the_working_buffer_never_holds_a_secret(tmp_path: Path) -> None:
     key = "sk-proj-Zx81kQm2Lr7Tt5Wb9Yc3Nd6Pf0Gh4Jk"
     buffer = tmp_path / "memory" / "working-buffer.md"
-    window = ContextWindow(100, buffer_path=buffer)
+    window = ContextWindow(100, buffer=DiskVolume(tmp_path))
     window.add(Message("user", "x " * 110))  # past 50 %: exchanges are buffered from here on
     window.add(Message("user", f"my key is {key}"))
     window.add(Message("assistant", f"I will use {key}"))

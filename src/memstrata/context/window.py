@@ -50,13 +50,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from fractions import Fraction
-from pathlib import Path
 from typing import Literal
 
 from ..capture.secrets import redact
 from ..errors import InvalidInput
 from ..model import now, valid_text
-from ..storage.files import append_durable, storage_errors
+from ..storage.files import storage_errors
+from ..storage.volume import Volume
 from .tokens import ESTIMATE, TokenCounter
 
 __all__ = [
@@ -99,6 +99,7 @@ TRUNCATION_TEMPLATE = "\n\n[... {removed} characters truncated ...]\n\n"
 SNIPPED_TEMPLATE = "[old tool result snipped to free context space: {chars} characters]"
 _SNIPPED_RE = re.compile(re.escape(SNIPPED_TEMPLATE).replace(re.escape("{chars}"), r"\d+"))
 
+BUFFER = "memory/working-buffer.md"  # in the workspace
 BUFFER_TITLE = "# Working Buffer (Danger Zone Log)"
 BUFFER_USER_CHARS = 1000
 BUFFER_AGENT_CHARS = 300
@@ -301,7 +302,7 @@ class ContextWindow:
         *,
         counter: TokenCounter = ESTIMATE,
         settings: WindowSettings = DEFAULT_SETTINGS,
-        buffer_path: Path | None = None,
+        buffer: Volume | None = None,
         flush: Callable[[list[Message]], object] | None = None,
         recovery: Callable[[], str] | None = None,
         clock: Callable[[], datetime] = now,
@@ -310,7 +311,7 @@ class ContextWindow:
         self.limit_tokens = limit_tokens
         self.counter = counter
         self.settings = settings
-        self.buffer_path = buffer_path
+        self.buffer = buffer  # the working buffer's workspace (BUFFER in it); None: no buffer
         self._flush = flush
         self._recovery = recovery
         self._clock = clock
@@ -440,19 +441,18 @@ class ContextWindow:
 
     def _buffer(self, reply: Message, tokens_after: int) -> list[WindowEvent]:
         """Append the completed exchange ending in ``reply`` to the working buffer."""
-        if self.buffer_path is None or not reply.content.strip():
+        if self.buffer is None or not reply.content.strip():
             return []
         at = self._clock()
         blocks = []
         if self._unbuffered_user is not None:
             blocks.append(buffer_block("Human", self._unbuffered_user.content, at))
         blocks.append(buffer_block("Agent (summary)", reply.content, at))
-        path = self.buffer_path
         with storage_errors("append to the working buffer"):
-            path.parent.mkdir(parents=True, exist_ok=True)
-            append_durable(path, "".join(blocks).encode(), header=buffer_header(at).encode())
+            self.buffer.append(BUFFER, "".join(blocks).encode(), header=buffer_header(at).encode())
         self._unbuffered_user = None
-        detail = f"{len(blocks)} entr{'ies' if len(blocks) != 1 else 'y'} appended to {path.name}"
+        name = BUFFER.rsplit("/", 1)[-1]
+        detail = f"{len(blocks)} entr{'ies' if len(blocks) != 1 else 'y'} appended to {name}"
         return [WindowEvent("buffered", len(blocks), self._tokens, tokens_after, detail)]
 
     def _plan(self) -> tuple[int, int, int] | None:

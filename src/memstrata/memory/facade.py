@@ -284,7 +284,7 @@ class Memory:
             limit_tokens,
             counter=counter or EstimateCounter(),
             settings=settings or WindowSettings(),
-            buffer_path=self.engine.workspace.path / "memory" / "working-buffer.md",
+            buffer=self.engine.volume,
             flush=flush,
             # recovery takes at most ~15 % of the window, so it never causes the next compaction
             recovery=lambda: self._prompts.recovery_context(
