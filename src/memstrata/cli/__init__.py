@@ -44,6 +44,7 @@ from .base import (
 from .layers import core_group, notes_group, semantic_group, session_group, working_group
 from .search import context, reindex, search
 from .serve import bench, mcp
+from .transfer import export_command, import_command
 
 __all__ = ["cli", "main"]
 
@@ -489,6 +490,8 @@ for _command in (
     working_group,
     semantic_group,
     notes_group,
+    export_command,
+    import_command,
 ):
     cli.add_command(_command)
 
