@@ -34,8 +34,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from ..config import load_settings
-from ..errors import MemstrataError
+from ..config import load_settings, workspace_location
+from ..errors import MemstrataError, NotFound
 from ..memory import Memory
 from ..model import valid_text
 from ..storage.access import GLOBAL, Groups, resolve_rel
@@ -45,6 +45,7 @@ from ..storage.workspace import Workspace
 __all__ = ["TOOLS", "Answer", "GroupTools", "answer", "anthropic_tools", "dispatch", "openai_tools"]
 
 MAX_LINES = 400
+NOWHERE = "/dev/null/memstrata"  # the groups' "folder" when they are tenants of a database
 
 TOOLS: dict[str, dict[str, Any]] = {
     "memory_search": {
@@ -300,10 +301,14 @@ _WRITES = frozenset({"memory_write", "memory_forget"})
 class GroupTools:
     """The memory tools for callers in groups under one root (see the module)."""
 
-    def __init__(self, root: Path, main: str, **settings: Any) -> None:
-        """``settings`` (e.g. from the environment) apply over each group's own
-        ``memstrata.toml``."""
-        self.groups = Groups(root, main)
+    def __init__(self, root: Path | str, main: str, **settings: Any) -> None:
+        """``root``: the folder of the groups, or a ``postgresql://`` URL (each
+        group a tenant, kept apart by the database; the same rules here).
+        ``settings`` (e.g. from the environment) apply over each group's own
+        ``memstrata.toml`` (in a folder)."""
+        found = workspace_location(root)
+        self.url = found if isinstance(found, str) else None
+        self.groups = Groups(Path(NOWHERE) if isinstance(found, str) else found, main)
         self._settings = settings
         self._open: dict[str, Memory] = {}
         self._lock = threading.Lock()
@@ -321,10 +326,33 @@ class GroupTools:
         with self._lock:
             found = self._open.get(group)
             if found is None:
-                path = Workspace.locate(self.groups.root, group).path
-                settings = {**load_settings(path), **self._settings}
-                found = self._open[group] = Memory.open(self.groups.root, group, **settings)
+                if self.url is not None:
+                    found = Memory.open(self.url, group, **self._settings)
+                else:
+                    path = Workspace.locate(self.groups.root, group).path
+                    settings = {**load_settings(path), **self._settings}
+                    found = Memory.open(self.groups.root, group, **settings)
+                self._open[group] = found
             return found
+
+    def _has_global(self) -> bool:
+        """Whether the ``global`` group exists (non-main searches look there too)."""
+        if self.url is None:
+            return (self.groups.root / "groups" / GLOBAL).is_dir()
+        try:
+            self.memory(GLOBAL) if GLOBAL in self._open else self._open_existing(GLOBAL)
+        except NotFound:
+            return False
+        return True
+
+    def _open_existing(self, group: str) -> None:
+        assert self.url is not None
+        memory = Memory.open(self.url, group, create=False, **self._settings)
+        with self._lock:
+            if group in self._open:
+                memory.close()
+            else:
+                self._open[group] = memory
 
     def dispatch(self, name: str, arguments: Mapping[str, Any] | str | None, *, group: str) -> str:
         """Run tool ``name`` for a caller in ``group``; the result as text."""
@@ -341,7 +369,7 @@ class GroupTools:
             result = call(self.memory(acting), name, given)
             if name == "memory_search" and target is None and acting != GLOBAL:
                 result = [{**hit, "group": acting} for hit in result]
-                if (self.groups.root / "groups" / GLOBAL).is_dir():
+                if self._has_global():
                     shared = call(self.memory(GLOBAL), name, given)
                     result += [{**hit, "group": GLOBAL} for hit in shared]
                     result.sort(key=lambda hit: -hit["score"])
