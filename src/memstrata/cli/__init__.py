@@ -40,7 +40,7 @@ from .base import (
 )
 from .layers import core_group, notes_group, semantic_group, session_group, working_group
 from .search import context, reindex, search
-from .serve import bench, mcp
+from .serve import bench, mcp, serve_command
 from .tokens import tokens_group
 
 __all__ = ["cli", "main"]
@@ -470,6 +470,7 @@ def demo(keep: Path | None) -> None:
 for _command in (
     search,
     mcp,
+    serve_command,
     tokens_group,
     context,
     bench,

@@ -2,8 +2,10 @@
 official SDK (``mcp`` ≥ 2.3, ``MCPServer``).
 
 The package's modules: this one serves one workspace; ``toolset`` defines
-the MCP tools (for every server of the package); it imports the SDK at
-import time (``require_sdk`` first).
+the MCP tools both servers share; ``service`` is ``memstrata serve
+--database``, many tenants over HTTP, each request's bearer token naming its
+tenant, whose memories ``tenants`` keeps open. Only ``toolset`` and
+``service`` import the SDK at import time (``require_sdk`` first).
 
 * Tools: ``memory_search``, ``memory_get``, ``memory_write``,
   ``memory_forget``, ``memory_status`` — the implementations of
