@@ -43,7 +43,8 @@ from .base import (
 )
 from .layers import core_group, notes_group, semantic_group, session_group, working_group
 from .search import context, reindex, search
-from .serve import bench, mcp
+from .serve import bench, mcp, serve_command
+from .tokens import tokens_group
 from .transfer import export_command, import_command
 
 __all__ = ["cli", "main"]
@@ -482,6 +483,8 @@ def demo(keep: Path | None) -> None:
 for _command in (
     search,
     mcp,
+    serve_command,
+    tokens_group,
     context,
     bench,
     reindex,

@@ -1,5 +1,6 @@
-"""``memstrata bench`` (LoCoMo recall, search latency) and ``memstrata mcp`` (the
-MCP server): the commands that run something long-lived or heavy."""
+"""``memstrata bench`` (LoCoMo recall, search latency), ``memstrata mcp`` (the
+MCP server) and ``memstrata serve`` (the memory service for many tenants):
+the commands that run something long-lived or heavy."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ import click
 
 from ..config import settings_from_env
 from .base import open_memory, workspace_options
+from .tokens import database_option, database_url
 
-__all__ = ["bench", "mcp"]
+__all__ = ["bench", "mcp", "serve_command"]
 
 
 @click.group(name="bench")
@@ -142,3 +144,84 @@ def mcp(
             extra_hosts=allowed_hosts,
             settings=settings_from_env(os.environ),
         )
+
+
+@click.command(name="serve")
+@database_option
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="The address to bind; 0.0.0.0 or :: for every address.",
+)
+@click.option(
+    "--port", type=click.IntRange(1, 65535), default=8765, show_default=True, help="The port."
+)
+@click.option(
+    "--pool-size",
+    type=click.IntRange(1, 1000),
+    default=8,
+    show_default=True,
+    help="At most this many connections to the database.",
+)
+@click.option(
+    "--max-open",
+    type=click.IntRange(min=1),
+    default=100,
+    show_default=True,
+    help="Keep at most this many tenants' memories open (the least recently used closes).",
+)
+@click.option(
+    "--grace",
+    type=click.IntRange(min=0),
+    default=30,
+    show_default=True,
+    help="At shutdown, wait this many seconds at most for requests in flight.",
+)
+@click.option(
+    "--main-group",
+    envvar="MEMSTRATA_MAIN_GROUP",
+    default=None,
+    help="A group whose tokens may name any other group (default: none may).",
+)
+@click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    multiple=True,
+    envvar="MEMSTRATA_MCP_ALLOWED_HOSTS",
+    show_envvar=True,
+    metavar="HOST[:PORT]",
+    help="One more name clients may address the server by (the Host header), "
+    "e.g. a proxy's; repeatable.",
+)
+def serve_command(
+    database: str,
+    host: str,
+    port: int,
+    pool_size: int,
+    max_open: int,
+    grace: int,
+    main_group: str | None,
+    allowed_hosts: tuple[str, ...],
+) -> None:
+    """Serve the memory tools over streamable HTTP (/mcp) to many tenants.
+
+    Each request's bearer token (see `memstrata tokens`) names its tenant;
+    GET /health needs none. One JSON line per request on stderr. SIGTERM or
+    SIGINT: requests in flight finish, then the memories close."""
+    from ..mcp_server import require_sdk
+
+    url = database_url(database)
+    require_sdk()
+    from ..mcp_server.service import run
+
+    run(
+        url,
+        host=host,
+        port=port,
+        pool_size=pool_size,
+        max_open=max_open,
+        main_group=main_group,
+        extra_hosts=allowed_hosts,
+        grace=grace,
+    )

@@ -17,6 +17,13 @@ row-level security that keeps tenants apart.
   none can be written; a ``CHECK`` keeps ``''`` out of every tenant column.
   ``memstrata_migrations`` holds no tenant data (migration names only) and is
   the one table without a policy.
+* **The service's tokens** (``memstrata_tokens``, migration ``0005_tokens``)
+  are a tenant's rows like any other, with one more policy, for reads only:
+  the row whose ``digest`` is the transaction's ``memstrata.token_digest``
+  setting, unless revoked. That is how ``tokens.tenant_of`` finds a token's
+  tenant without knowing it first; a query without that setting (or with the
+  digest of no live token) sees no token of any tenant, and only the owner of
+  a token can compute its digest.
 * **pgvector** (``CREATE EXTENSION vector``) needs a superuser on a server
   where it is not trusted: the administrator creates it once per database
   (``IF NOT EXISTS`` then does nothing for the app's role).
@@ -50,7 +57,7 @@ __all__ = ["MIGRATIONS", "MIGRATION_LOCK", "TENANT_TABLES", "VECTOR_DIM", "migra
 MIGRATION_LOCK = 0x6D656D7374726174
 VECTOR_DIM = 384  # the default embedder's; other sizes are kept as bytes only
 
-TENANT_TABLES = (
+TENANT_TABLES: tuple[str, ...] = (
     "memstrata_facts",
     "memstrata_forgotten",
     "memstrata_fact_state",
@@ -282,3 +289,31 @@ def _pending(done: Sequence[Any]) -> Sequence[tuple[str, str]]:
             "(a newer memstrata migrated it?)"
         )
     return MIGRATIONS[len(done) :]
+
+
+# -- 0005: the memory service's bearer tokens (appended: each migration keeps its place) ----
+
+TOKEN_DIGEST_SETTING = "memstrata.token_digest"
+
+_TOKENS = (
+    """
+CREATE TABLE memstrata_tokens (
+    id text PRIMARY KEY,                       -- random, not secret: names it in list/revoke
+    tenant text NOT NULL CHECK (tenant <> ''),
+    digest text NOT NULL UNIQUE,               -- sha256 of the token (tokens.digest_of)
+    label text NOT NULL DEFAULT '',
+    created_at timestamptz NOT NULL DEFAULT now(),
+    revoked_at timestamptz
+);
+CREATE INDEX memstrata_tokens_tenant ON memstrata_tokens (tenant, created_at);
+"""
+    + _isolated("memstrata_tokens")
+    + f"""
+CREATE POLICY by_digest ON memstrata_tokens FOR SELECT
+    USING (revoked_at IS NULL
+           AND digest = nullif(current_setting('{TOKEN_DIGEST_SETTING}', true), ''));
+"""
+)
+
+MIGRATIONS += (("0005_tokens", _TOKENS),)
+TENANT_TABLES += ("memstrata_tokens",)

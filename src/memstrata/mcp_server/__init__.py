@@ -1,6 +1,12 @@
 """``memstrata mcp``: the memory tools over the Model Context Protocol, with the
 official SDK (``mcp`` ≥ 2.3, ``MCPServer``).
 
+The package's modules: this one serves one workspace; ``toolset`` defines
+the MCP tools both servers share; ``service`` is ``memstrata serve
+--database``, many tenants over HTTP, each request's bearer token naming its
+tenant, whose memories ``tenants`` keeps open. Only ``toolset`` and
+``service`` import the SDK at import time (``require_sdk`` first).
+
 * Tools: ``memory_search``, ``memory_get``, ``memory_write``,
   ``memory_forget``, ``memory_status`` — the implementations of
   ``memstrata.tools`` (one code path for every interface), results as text.
@@ -44,18 +50,17 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import BackendUnavailable, InvalidInput, MemstrataError
-from .memory import Memory
-from .tools import TOOLS, Answer, GroupTools, answer
+from ..errors import BackendUnavailable, InvalidInput, MemstrataError
+from ..memory import Memory
+from ..tools import Answer, GroupTools, answer
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
     from mcp.server.transport_security import TransportSecuritySettings
-    from mcp.types import CallToolResult
 
 log = logging.getLogger("memstrata")
 
-__all__ = ["allowed_hosts", "bearer_token", "build_server", "serve"]
+__all__ = ["allowed_hosts", "bearer_token", "build_server", "require_sdk", "serve"]
 
 CORE_FILES = ("AGENT.md", "USER.md", "SOUL.md")
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
@@ -64,14 +69,14 @@ STOP_WAIT_SECONDS = 1.0  # within the 2 s an MCP client gives a server to exit
 _HOST_NAME = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,251}[A-Za-z0-9_])?")
 
 
-def _sdk() -> Any:
+def require_sdk() -> None:
+    """``BackendUnavailable`` with the install hint when the SDK is missing."""
     try:
-        from mcp.server.mcpserver import MCPServer
+        import mcp.server.mcpserver  # noqa: F401
     except ImportError as exc:
         raise BackendUnavailable(
             "the MCP server needs the mcp SDK: pip install 'memstrata[mcp]'"
         ) from exc
-    return MCPServer
 
 
 Run = Callable[[str, dict[str, Any]], Answer]  # (tool, arguments) -> result
@@ -79,75 +84,21 @@ Run = Callable[[str, dict[str, Any]], Answer]  # (tool, arguments) -> result
 
 def build_server(memory: Memory, run: Run | None = None) -> Any:
     """An ``MCPServer`` whose tools and resources act on ``memory`` (through
-    ``run`` when given: a group-aware dispatch)."""
+    ``run`` when given: a group-aware dispatch); the tools are ``toolset``'s."""
     if run is None:
 
         def run(name: str, arguments: dict[str, Any]) -> Answer:
             return answer(memory, name, arguments)
 
-    server = _sdk()(
-        name="memstrata",
-        instructions=(
-            "Long-term memory of this user. Use memory_search before answering questions "
-            "about the past, memory_get to read a cited file, memory_write to keep a fact."
-        ),
-    )
+    require_sdk()
+    from .toolset import add_tools, new_server
 
-    @server.tool(name="memory_search", description=TOOLS["memory_search"]["description"], **_TEXT)
-    def memory_search(
-        query: str,
-        k: int = 8,
-        layer: str | None = None,
-        session: str | None = None,
-        group: str | None = None,
-    ) -> object:
-        arguments: dict[str, Any] = {"query": query, "k": k}
-        for key, value in (("layer", layer), ("session", session), ("group", group)):
-            if value is not None:
-                arguments[key] = value
-        return _result(run("memory_search", arguments))
-
-    @server.tool(name="memory_get", description=TOOLS["memory_get"]["description"], **_TEXT)
-    def memory_get(
-        path: str, from_line: int = 1, lines: int = 400, group: str | None = None
-    ) -> object:
-        arguments = {"path": path, "from_line": from_line, "lines": lines}
-        return _result(run("memory_get", _with_group(arguments, group)))
-
-    @server.tool(name="memory_write", description=TOOLS["memory_write"]["description"], **_TEXT)
-    def memory_write(text: str, category: str | None = None, group: str | None = None) -> object:
-        return _result(
-            run("memory_write", _with_group({"text": text, "category": category}, group))
-        )
-
-    @server.tool(name="memory_forget", description=TOOLS["memory_forget"]["description"], **_TEXT)
-    def memory_forget(id: str, group: str | None = None) -> object:  # noqa: A002 - its name
-        return _result(run("memory_forget", _with_group({"id": id}, group)))
-
-    @server.tool(name="memory_status", description=TOOLS["memory_status"]["description"], **_TEXT)
-    def memory_status(group: str | None = None) -> object:
-        return _result(run("memory_status", _with_group({}, group)))
-
+    server = new_server()
+    chosen = run
+    add_tools(server, lambda name, arguments, ctx: chosen(name, arguments))
     for file in CORE_FILES:
         _core_resource(server, memory, file)
     return server
-
-
-# Each tool returns its own CallToolResult: the text as content, a refusal flagged
-# isError (no structured copy of the text, which is JSON already).
-_TEXT: dict[str, Any] = {"structured_output": False}
-
-
-def _result(outcome: Answer) -> CallToolResult:
-    """``outcome`` as an MCP tool result; a refusal is an error result (``isError``)."""
-    from mcp.types import CallToolResult, TextContent
-
-    text = TextContent(type="text", text=outcome.text)
-    return CallToolResult(content=[text], is_error=outcome.is_error)
-
-
-def _with_group(arguments: dict[str, Any], group: str | None) -> dict[str, Any]:
-    return arguments if group is None else {**arguments, "group": group}
 
 
 def _core_resource(server: MCPServer[Any], memory: Memory, file: str) -> None:
