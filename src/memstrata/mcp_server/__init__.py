@@ -162,7 +162,7 @@ def serve(
     run: Run | None = None
     flush = memory.flush
     if memory.workspace.group is not None:
-        group_tools = GroupTools(memory.workspace.root, main_group, **(settings or {}))
+        group_tools = GroupTools(memory.workspace.location, main_group, **(settings or {}))
         group_tools.adopt(memory)
         caller = memory.workspace.group
         flush = group_tools.flush

@@ -66,5 +66,5 @@ def open_workspace(url: str, group: str | None, settings: Settings) -> Opened:
             files.close()
         database.release()
 
-    workspace = Workspace.on(files.volume, group)
+    workspace = Workspace.on(files.volume, group, url)
     return Opened(workspace, files.journal, files.lock, open_index, close)

@@ -82,6 +82,7 @@ class Workspace:
     path: Path
     group: str | None
     volume: Volume = field(default=None, compare=False, repr=False)  # type: ignore[assignment]
+    url: str | None = field(default=None, compare=False, repr=False)  # a database's (secret)
 
     def __post_init__(self) -> None:
         if getattr(self, "volume", None) is None:  # not given: the folder
@@ -161,12 +162,18 @@ class Workspace:
         return f"sessions/{session_stem(session)}/SESSION-STATE.md"
 
     @classmethod
-    def on(cls, volume: Volume, group: str | None) -> Workspace:
+    def on(cls, volume: Volume, group: str | None, url: str | None = None) -> Workspace:
         """The workspace of ``group`` whose files are ``volume`` (not a folder:
         a database). ``path`` is then a place no file can be made (``/dev/null``
         is not a folder), so that code reaching for the folder fails loudly."""
         nowhere = Path("/dev/null") / "memstrata" / (group or "main")
-        return cls(nowhere, nowhere, group, volume)
+        return cls(nowhere, nowhere, group, volume, url)
+
+    @property
+    def location(self) -> Path | str:
+        """What opens the workspaces of this one's root again: the root folder,
+        or the database URL (with its password: never print it)."""
+        return self.url if self.url is not None else self.root
 
     @property
     def where(self) -> str:
