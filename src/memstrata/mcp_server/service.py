@@ -283,7 +283,7 @@ def run(
     with _signals_kept():
         database = Database.shared(url)
         try:
-            _limit_pool(database, pool_size)
+            database.limit(pool_size)
             tenants = Tenants(open_memory or partial(open_by_url, url), max_open)
             try:
                 app = Service(
@@ -317,14 +317,6 @@ def _serve(app: Service, host: str, port: int, grace: int) -> None:
         raise BackendUnavailable(
             f"cannot serve on {host}:{port} (the log line above says why)"
         ) from None
-
-
-def _limit_pool(database: Database, size: int) -> None:
-    """Bound the URL's shared pool at ``size`` connections (``Database.shared``
-    takes no size: the pool is resized once opened)."""
-    pool = getattr(database, "_pool", None)
-    if pool is not None:
-        pool.resize(min_size=1, max_size=size)
 
 
 @contextmanager

@@ -181,6 +181,11 @@ class Database:
             found._users += 1
             return found
 
+    def limit(self, max_size: int) -> None:
+        """Hold at most ``max_size`` connections (at least 2: a writer holds one
+        for its transaction while its index write takes another)."""
+        self._pool.resize(min_size=1, max_size=max(2, max_size))
+
     def release(self) -> None:
         """A handle is done with the shared pool: the last one closes it."""
         with _SHARED_LOCK:
