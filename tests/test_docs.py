@@ -110,6 +110,10 @@ def test_python_example_runs(code: str, tmp_path: Path) -> None:
         PYTHONPATH=os.pathsep.join([str(package_root), env.get("PYTHONPATH", "")]),
         PYTHONWARNINGS="error",
     )
+    if "MEMSTRATA_DATABASE_URL" in code:  # an example on PostgreSQL: the session's server
+        import postgres_server
+
+        env["MEMSTRATA_DATABASE_URL"] = postgres_server.app_url()
     done = subprocess.run(
         [sys.executable, "-c", code],
         cwd=tmp_path,
