@@ -203,17 +203,20 @@ def _tail(handle: BinaryIO, size: int) -> tuple[bytes, int]:
 def create_new(path: Path, data: bytes) -> bool:
     """Create ``path`` with ``data`` unless it exists; atomic, never overwrites.
 
-    The bytes go to a temporary file that is hard-linked into place, so another
-    process sees no file or the whole file. Returns False if ``path`` existed.
+    The bytes go to a temporary file, fsynced, that is hard-linked into place
+    (then the folder is fsynced), so another process sees no file or the whole
+    file, and the name never shows bytes not yet on disk. Returns False if
+    ``path`` existed.
     """
-    temp = _temp_path(path)
-    temp.write_bytes(data)
+    temp = stage(path, data)
     try:
-        os.link(temp, path)
-    except FileExistsError:
-        return False
+        try:
+            os.link(temp, path)
+        except FileExistsError:
+            return False
     finally:
         temp.unlink(missing_ok=True)
+    fsync_dir(path.parent)
     return True
 
 

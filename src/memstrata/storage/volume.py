@@ -48,7 +48,15 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from ..errors import InvalidInput
-from .files import TEMP_MARK, append_durable, atomic_write, exchange, fsync_dir, stage
+from .files import (
+    TEMP_MARK,
+    append_durable,
+    atomic_write,
+    create_new,
+    exchange,
+    fsync_dir,
+    stage,
+)
 
 __all__ = [
     "SETTLE_SECONDS",
@@ -182,16 +190,7 @@ class DiskVolume:
     def create(self, rel: str, data: bytes) -> bool:
         path = self.path(rel)
         path.parent.mkdir(parents=True, exist_ok=True)
-        temp = stage(path, data)  # fsynced: the name never shows bytes not yet on disk
-        try:
-            try:
-                os.link(temp, path)
-            except FileExistsError:
-                return False
-        finally:
-            temp.unlink(missing_ok=True)
-        fsync_dir(path.parent)
-        return True
+        return create_new(path, data)
 
     def rename(self, src: str, dst: str) -> None:
         target = self.path(dst)

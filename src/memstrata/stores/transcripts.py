@@ -44,6 +44,7 @@ from typing import Any
 
 from ..errors import InvalidInput
 from ..model import now, parse_time_or_none
+from ..storage.files import last_json_object
 from ..storage.volume import Stat, Volume
 from ..storage.workspace import Workspace, session_stem
 
@@ -298,7 +299,7 @@ def last_seq(workspace: Workspace, session: str, quarantine: Quarantine) -> int:
     """The seq of the session's last turn (0 for none); a torn tail is quarantined."""
     rel = transcript_rel(session)
     data = cut_torn_tail(workspace.volume, rel, quarantine)
-    record = _last_record(data)
+    record = last_json_object(data)
     if record is None:
         return 0
     seq = record.get("seq")
@@ -321,18 +322,6 @@ def cut_torn_tail(volume: Volume, rel: str, quarantine: Quarantine) -> bytes:
         data = data[:end]
         volume.write(rel, data)
     return data
-
-
-def _last_record(data: bytes) -> dict[str, Any] | None:
-    """The last complete JSON object line of ``data`` (None if there is none)."""
-    for line in reversed(data.splitlines()):
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(record, dict):
-            return record
-    return None
 
 
 def archived_seq(meta: Mapping[str, Any]) -> int:
