@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from memstrata import Memory, Source
-from memstrata.errors import Conflict, InvalidInput, NotFound
+from memstrata.errors import Conflict, InvalidInput, NotFound, StorageError
 from memstrata.storage import volume as volume_module
 from places import Place
 
@@ -269,6 +269,16 @@ def test_two_memories_on_one_workspace_see_each_others_writes(place: Place) -> N
     assert one.get(fresh.id).text == "after the checkpoint"
     assert {i.text for i in one.search("checkpoint", layers=["long_term"])} >= {fresh.text}
     assert two.status().items == one.status().items == 3
+
+
+def test_a_read_only_memory_reads_and_refuses_writes(place: Place) -> None:
+    with place.open() as memory:
+        fact = memory.remember("kept")
+    with place.open(read_only=True) as reader:
+        assert reader.read_only and reader.get(fact.id).text == "kept"
+        with pytest.raises(StorageError, match="read-only"):
+            reader.remember("refused")
+        assert [hit.text for hit in reader.search("kept", layers=["long_term"])] == ["kept"]
 
 
 def test_groups_never_see_each_others_facts(place: Place) -> None:
