@@ -227,6 +227,22 @@ def test_memory_md_is_not_a_document_an_agent_may_write(opened: Memory) -> None:
 # -- status, reopen, other processes -----------------------------------------------------
 
 
+def test_status_counts(opened: Memory) -> None:
+    first = opened.status()
+    assert (first.items, first.superseded, first.lessons, first.lsn) == (0, 0, 0, 0)
+    old = opened.remember("one")
+    opened.supersede(old.id, "two")
+    opened.record_tool_failure("t", {}, "e")
+    now = opened.status()
+    assert (now.items, now.superseded, now.lessons) == (1, 1, 1)
+    assert now.lsn == 2 + 1 and now.journal_records == 3 and now.journal_bytes > 0
+    assert now.unsynced == 0 and now.quarantined == 0 and now.notices == ()
+    assert now.workspace == opened.workspace.where
+    opened.flush()
+    flushed = opened.status()
+    assert flushed.journal_records == 0 and flushed.lsn == now.lsn and flushed.items == 1
+
+
 def test_reopen_sees_everything(place: Place) -> None:
     with place.open() as memory:
         fact = memory.remember("The staging database listens on port 5433")

@@ -547,7 +547,7 @@ class Engine:
 
     def notice(self, *messages: str) -> None:
         for message in messages:
-            log.warning("memstrata: %s: %s", self.workspace.path, message)
+            log.warning("memstrata: %s: %s", self.workspace.where, message)
             self.notice_log.append(message)
 
     def quarantine(self, original: str, data: bytes, reason: str) -> None:
@@ -586,4 +586,4 @@ def _close_all() -> None:
         try:
             memory.close()
         except MemstrataError as exc:
-            log.warning("memstrata: closing %s at exit failed: %s", memory.workspace.path, exc)
+            log.warning("memstrata: closing %s at exit failed: %s", memory.workspace.where, exc)

@@ -153,11 +153,11 @@ class Memory:
             engine.events.on_close(closed=remote.close)
         try:
             if read_only:
-                with storage_errors(f"read the workspace at {workspace.path}"):
+                with storage_errors(f"read the workspace at {workspace.where}"):
                     engine.load()
                     memory.sessions.upgrade_at_open()
             else:
-                with storage_errors(f"open the workspace at {workspace.path}"), engine.lock:
+                with storage_errors(f"open the workspace at {workspace.where}"), engine.lock:
                     engine.load()
                     memory.sessions.upgrade_at_open()
                     migrate_at_open(engine)
@@ -244,7 +244,7 @@ class Memory:
         with self.engine.state:
             live = sum(1 for item in self.engine.store.items.values() if item.is_live)
             return Status(
-                workspace=str(self.engine.workspace.path),
+                workspace=self.engine.workspace.where,
                 group=self.engine.workspace.group,
                 items=live,
                 superseded=len(self.engine.store.items) - live,
