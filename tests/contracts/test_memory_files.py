@@ -7,6 +7,7 @@ prompt context and the window. Every test runs on a folder and on PostgreSQL
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
@@ -130,6 +131,21 @@ def test_exchanges_go_to_the_daily_note_of_their_day(opened: Memory) -> None:
         "second question" in line
         for line in text_of(opened, hit.path).splitlines()[hit.line_start - 1 : hit.line_end]
     )
+
+
+def test_the_files_the_api_names_are_files_of_the_workspace(place: Place) -> None:
+    """``record_exchange`` and a note name their file: on a folder the file in
+    it; on PostgreSQL (no folder) the path in the workspace, by which the
+    volume, documents and search name it."""
+    memory = place.open()
+    written = memory.record_exchange("a", "b", at=AT)
+    note = memory.notes.create("Kites")
+    if place.backend == "folder":
+        assert written == memory.workspace.path / "memory/2026-03-05.md"
+        assert note.path == memory.workspace.path / note.rel
+        assert written.read_text(encoding="utf-8") == text_of(memory, "memory/2026-03-05.md")
+    else:
+        assert (written, note.path) == (Path("memory/2026-03-05.md"), Path(note.rel))
 
 
 # -- layers ------------------------------------------------------------------------------

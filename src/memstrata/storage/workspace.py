@@ -168,6 +168,12 @@ class Workspace:
         nowhere = Path("/dev/null") / "memstrata" / (group or "main")
         return cls(nowhere, nowhere, group, volume)
 
+    def file(self, rel: str) -> Path:
+        """File ``rel`` (a volume path) as the API gives it to a caller: in the
+        folder, or, on a workspace with no folder here (a database), ``rel``
+        itself: the path by which the volume, documents and search name it."""
+        return self.path / rel if self.volume.local is not None else Path(rel)
+
     @property
     def where(self) -> str:
         """The workspace's place for messages: its folder, or a URL and tenant."""
