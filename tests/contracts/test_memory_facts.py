@@ -13,6 +13,7 @@ import pytest
 from memstrata import Memory, Source
 from memstrata.errors import Conflict, InvalidInput, NotFound, StorageError
 from memstrata.storage import volume as volume_module
+from memstrata.storage.quarantine import QUARANTINE, list_quarantine
 from places import Place
 
 OPENAI_KEY = "sk-4f9aQ2xL7mN8pR3sT6vW1yZ0bC5dE7gH2jK9mP4q"
@@ -313,6 +314,30 @@ def test_groups_never_see_each_others_facts(place: Place) -> None:
     assert mine.lessons.list() == theirs.lessons.list() == []
 
 
+def test_a_mass_deletion_is_held_until_accepted(
+    place: Place, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(volume_module, "SETTLE_SECONDS", 0.0)
+    memory = place.open()
+    ids = [memory.remember(f"fact number {n} about topic {n * 7}").id for n in range(30)]
+    memory.flush()
+    volume = memory.workspace.volume
+    doomed = set(ids[:10])
+    lines = (volume.read("MEMORY.md") or b"").decode().splitlines(keepends=True)
+    saved = "".join(x for x in lines if not any(i in x for i in doomed)).encode()
+    volume.write("MEMORY.md", saved)
+    memory.flush()
+    assert {item.id for item in memory.list()} == set(ids)
+    assert any("would delete 10 of 30" in n for n in memory.notices)
+    [kept] = list_quarantine(volume)
+    assert volume.read(QUARANTINE + kept.stored) == saved  # byte for byte
+    with pytest.raises(NotFound):
+        memory.accept_edit("no-such-file")
+    assert memory.accept_edit() == 10
+    assert {item.id for item in memory.list()} == set(ids) - doomed
+    assert {f.item.id for f in memory.forgotten()} == doomed
+
+
 # -- what open does ----------------------------------------------------------------------
 
 
@@ -353,3 +378,21 @@ def test_write_hooks_hear_every_durable_write(opened: Memory) -> None:
         ("note", "put", "memory/2026-03-05.md"),
         ("layer", "put", "notes/inbox/heard.md"),
     ]
+
+
+def test_accepting_a_save_whose_copy_is_gone_is_not_found(
+    place: Place, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(volume_module, "SETTLE_SECONDS", 0.0)
+    memory = place.open()
+    for n in range(10):
+        memory.remember(f"fact number {n}")
+    memory.flush()
+    volume = memory.workspace.volume
+    volume.write("MEMORY.md", b"# Memory\n")  # deletes every fact: held as damage
+    memory.flush()
+    [kept] = list_quarantine(volume)
+    volume.delete(QUARANTINE + kept.stored)
+    with pytest.raises(NotFound, match="gone"):
+        memory.accept_edit()
+    assert len(memory.list()) == 10
