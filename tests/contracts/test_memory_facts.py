@@ -5,6 +5,7 @@ runs on a folder and on PostgreSQL (``places.place``)."""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -339,6 +340,17 @@ def test_a_mass_deletion_is_held_until_accepted(
 
 
 # -- what open does ----------------------------------------------------------------------
+
+
+def test_open_without_create_needs_the_workspace(place: Place) -> None:
+    with pytest.raises(NotFound, match="no memstrata workspace") as refused:
+        place.open(create=False)
+    [hint] = re.findall(r"`memstrata init --workspace ([^`]*)`", str(refused.value))
+    location = str(place.location).split("://")[-1]  # (a URL is shown without its password)
+    assert hint.split("://")[-1] in {location, f"{location} --group {place.group}"}
+    place.open().close()
+    with place.open(create=False) as memory:
+        assert memory.list() == []
 
 
 def test_a_damaged_snapshot_is_set_aside_and_rebuilt(place: Place) -> None:
