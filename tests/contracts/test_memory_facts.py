@@ -6,6 +6,7 @@ runs on a folder and on PostgreSQL (``places.place``)."""
 from __future__ import annotations
 
 import re
+import threading
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -408,3 +409,29 @@ def test_accepting_a_save_whose_copy_is_gone_is_not_found(
     with pytest.raises(NotFound, match="gone"):
         memory.accept_edit()
     assert len(memory.list()) == 10
+
+
+def test_threads_and_memories_writing_at_once_lose_nothing(place: Place) -> None:
+    memories = [place.open(), place.open()]
+    failures: list[BaseException] = []
+
+    def write(who: int) -> None:
+        try:
+            for n in range(15):
+                memory = memories[who % 2]
+                memory.remember(f"writer {who} fact {n}")
+                memory.record_turn("shared", user=f"{who}-{n}", assistant="ok")
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            failures.append(exc)
+
+    threads = [threading.Thread(target=write, args=(who,)) for who in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    for memory in memories:
+        assert len(memory.list()) == 60
+        turns = memory.sessions.turns("shared")
+        assert [t.seq for t in turns] == list(range(1, 61))
+        assert len({t.text_of("user") for t in turns}) == 60
