@@ -3,6 +3,7 @@ filters, incremental updates, rebuilds, and honesty about the embedder (issue 5)
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import sqlite3
@@ -13,6 +14,7 @@ from typing import Any
 
 import pytest
 
+import postgres_server
 from fakes import InMemoryIndex
 from memstrata import InvalidInput, Memory
 from memstrata.index.chunks import chunk_file, layer_of
@@ -30,13 +32,17 @@ def cites(memory: Memory, query: str, **kwargs: object) -> list[str]:
 
 
 # The behaviour of search through Memory, on each index backend: the SQLite
-# file and the in-memory fake of the Index Protocol (tests/fakes.py).
-BACKENDS = {"sqlite": None, "in-memory": lambda _engine: InMemoryIndex()}
+# file, the in-memory fake of the Index Protocol (tests/fakes.py), and a whole
+# workspace on PostgreSQL (its files and its index: ``ws`` names its tenant).
+BACKENDS = {"sqlite": None, "in-memory": lambda _engine: InMemoryIndex(), "postgres": None}
 
 
 @pytest.fixture(params=list(BACKENDS))
 def open_on(request: pytest.FixtureRequest) -> Callable[..., Memory]:
     def opener(ws: Path, **settings: Any) -> Memory:
+        if request.param == "postgres":
+            tenant = "t-" + hashlib.sha256(str(ws).encode()).hexdigest()[:16]
+            return Memory.open(postgres_server.app_url(), group=tenant, **settings)
         return Memory.open(ws, open_index=BACKENDS[request.param], **settings)
 
     return opener
@@ -95,16 +101,16 @@ def test_dates_named_in_a_query(text: str, found: list[tuple[int, int, int | Non
 
 
 def test_every_layer_is_found_with_its_citation(searchable: Memory) -> None:
-    ws = searchable.workspace.path
+    volume = searchable.workspace.volume
     [fact] = searchable.search("staging database port", k=1)
-    line = (ws / "MEMORY.md").read_text().splitlines()[fact.line_start - 1]
+    line = (volume.read("MEMORY.md") or b"").decode().splitlines()[fact.line_start - 1]
     assert fact.layer == "long_term" and "5433" in line and fact.citation.startswith("MEMORY.md:")
     [turn] = searchable.search("billing service", k=1, layers=["transcripts"])
     assert turn.path.startswith("sessions/") and turn.line_start == 1 and turn.session == "tg:1"
     [semantic] = searchable.search("payments team", k=1)
     assert semantic.citation == "semantic/facts.md:5"
     [note] = searchable.search("paraphrases", k=1, layers=["notebook"])
-    lines = (ws / note.path).read_text().splitlines()
+    lines = (volume.read(note.path) or b"").decode().splitlines()
     assert "paraphrases" in lines[note.line_start - 1]
     assert all(hit.layer not in {"core", "working"} for hit in searchable.search("memory", k=20))
 
@@ -194,6 +200,8 @@ def test_new_writes_are_found_at_once_and_appends_only_add_chunks(
 
 
 def test_delete_the_index_then_reindex_gives_identical_results(searchable: Memory) -> None:
+    if searchable.workspace.volume.local is None:
+        pytest.skip("the SQLite index file of a folder (on PostgreSQL: reindex(full=True))")
     queries = ["staging port", "dark mode", "billing Go", "payments", "paraphrases"]
     before = [[h.to_dict() for h in searchable.search(q, k=5)] for q in queries]
     index = searchable.workspace.system / "index.sqlite"

@@ -369,7 +369,7 @@ class WriteEvent:
 class Status:
     """What ``Memory.status()`` reports."""
 
-    workspace: str
+    workspace: str  # its folder, or its database URL and tenant (``Workspace.where``)
     group: str | None
     items: int
     superseded: int

@@ -152,7 +152,8 @@ class Observer:
     def record_exchange(
         self, user: str, agent: str, *, session: str | None = None, at: datetime | None = None
     ) -> Path:
-        """Append one exchange to today's daily note ``memory/YYYY-MM-DD.md``; returns it.
+        """Append one exchange to today's daily note ``memory/YYYY-MM-DD.md``; returns
+        its file (``Workspace.file``: on a database, that path itself).
 
         ``record_turn`` writes the same note (one code path) and the transcript.
         """
@@ -165,7 +166,7 @@ class Observer:
             said, answered = redact(valid_text(user)).text, redact(valid_text(agent)).text
             event = self.engine.note_exchange(said, answered, session, when)
         self.engine.events.notify(event)
-        return self.engine.workspace.path / event.path
+        return self.engine.workspace.file(event.path)
 
     def record_tool_failure(
         self, tool: str, args: Any, error: str | BaseException, *, session: str | None = None

@@ -117,9 +117,12 @@ class Engine:
         self.settings = settings
         self.read_only = read_only
         self.rules = rules  # capture rules: the built-in packs plus the workspace's
-        if lock is None:
-            kind = ReadOnlyLock if read_only else WorkspaceLock
-            lock = kind(workspace.lock, timeout=settings.lock_timeout_seconds)
+        if read_only:  # whatever lock the backend brings: taking it refuses the write
+            lock = ReadOnlyLock(
+                workspace.lock, timeout=settings.lock_timeout_seconds, where=workspace.where
+            )
+        elif lock is None:
+            lock = WorkspaceLock(workspace.lock, timeout=settings.lock_timeout_seconds)
         self.lock: Lock = lock
         self.state = threading.RLock()
         self.store = LongTermStore()

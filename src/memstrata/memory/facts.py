@@ -26,7 +26,8 @@ from ..model import (
     now,
     parse_source,
 )
-from ..storage.quarantine import list_quarantine
+from ..storage.files import storage_errors
+from ..storage.quarantine import QUARANTINE, list_quarantine
 from ..stores.longterm import Forgotten
 from .engine import Engine, clean_user, safe_text
 
@@ -169,7 +170,11 @@ class Facts:
         if not entries:
             which = f" named {stored!r}" if stored else ""
             raise NotFound(f"no damaged MEMORY.md{which} in the quarantine")
-        data = (self.engine.workspace.quarantine / entries[-1].stored).read_bytes()
+        kept = QUARANTINE + entries[-1].stored
+        with storage_errors(f"read {kept}"):
+            data = self.engine.volume.read(kept)
+        if data is None:
+            raise NotFound(f"{kept} is named in the quarantine's index but is gone")
         with self.engine.transaction("take the edit in", catch_up=True):
             plan = self.engine.hand_edits.propose(data, None, check=False)
             self.engine.checkpoint()

@@ -154,11 +154,17 @@ class WorkspaceLock:
 
 
 class ReadOnlyLock(WorkspaceLock):
-    """The lock of a workspace that cannot be written: taking it is refusing a write."""
+    """The lock of a workspace that cannot be written: taking it is refusing a
+    write. ``where`` names the workspace (default: the folder of ``path``)."""
+
+    def __init__(self, path: Path, *, timeout: float = 30.0, where: str | None = None) -> None:
+        super().__init__(path, timeout=timeout)
+        self.where = str(path.parent.parent) if where is None else where
 
     def acquire(self) -> None:
-        where = self.path.parent.parent
-        raise StorageError(f"the workspace at {where} is read-only: reads work, writes are refused")
+        raise StorageError(
+            f"the workspace at {self.where} is read-only: reads work, writes are refused"
+        )
 
     def release(self) -> None:  # never acquired
         raise AssertionError("a read-only lock is never held")

@@ -65,6 +65,7 @@ _DIRECTORIES = (
     ".memstrata/quarantine",
 )
 _MARKER = ".memstrata/.gitignore"  # written by init, last
+_URL_END = re.compile(r"#|, tenant ")  # what follows a database URL in ``Volume.where``
 _SAFE_STEM = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")
 _UNSAFE_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
 _SYSTEM_GITIGNORE = (
@@ -175,6 +176,12 @@ class Workspace:
         or the database URL (with its password: never print it)."""
         return self.url if self.url is not None else self.root
 
+    def file(self, rel: str) -> Path:
+        """File ``rel`` (a volume path) as the API gives it to a caller: in the
+        folder, or, on a workspace with no folder here (a database), ``rel``
+        itself: the path by which the volume, documents and search name it."""
+        return self.path / rel if self.volume.local is not None else Path(rel)
+
     @property
     def where(self) -> str:
         """The workspace's place for messages: its folder, or a URL and tenant."""
@@ -190,7 +197,8 @@ class Workspace:
         """Raise ``NotFound`` unless the workspace has been initialised."""
         if not self.exists():
             hint = f" --group {self.group}" if self.group else ""
-            where = self.root if self.volume.local is not None else self.where.split("#")[0]
+            # a database's place is "URL, tenant 'G'" (``PostgresLock.where``): init takes the URL
+            where = self.root if self.volume.local is not None else _URL_END.split(self.where)[0]
             raise NotFound(
                 f"no memstrata workspace at {self.where} (create it with "
                 f"`memstrata init --workspace {where}{hint}`)"

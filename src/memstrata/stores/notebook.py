@@ -70,7 +70,7 @@ class Note:
 
     name: str
     folder: str
-    path: Path  # in the workspace folder (``workspace.path / rel``)
+    path: Path  # in the workspace folder (``Workspace.file``: on a database, ``rel``)
 
     @property
     def rel(self) -> str:
@@ -276,7 +276,7 @@ def _rel(folder: str, name: str) -> str:
 
 
 def _note(workspace: Workspace, folder: str, name: str) -> Note:
-    return Note(name, folder, workspace.path / _rel(folder, name))
+    return Note(name, folder, workspace.file(_rel(folder, name)))
 
 
 def _inside(workspace: Workspace, rel: str) -> str:
