@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from ..config import Settings
 from ..index.protocol import Index
+from ..storage.access import check_group
 from ..storage.journal import Log
 from ..storage.lock import Lock
 from ..storage.workspace import Workspace
@@ -50,6 +51,8 @@ class Opened:
 
 def open_workspace(url: str, group: str | None, settings: Settings) -> Opened:
     """The workspace of ``group`` on the database at ``url`` (see the module)."""
+    if group is not None:  # the same names as groups in a folder
+        check_group(group)
     tenant = check_tenant(group or DEFAULT_TENANT)
     database = Database.shared(url)
     try:
