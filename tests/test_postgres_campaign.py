@@ -14,12 +14,17 @@ at full size (50 kills, 8 x 500 writers).
 from __future__ import annotations
 
 import random
+from typing import Any
 
+import psycopg
 import pytest
 
+import postgres_server
 from attacks.common import Attack
 from attacks.pg_kills import run_kills, run_writers
 from attacks.pg_tenants import run_tenants
+from memstrata import Memory
+from memstrata.errors import StorageError
 
 
 def failures(attack: Attack) -> str:
@@ -61,3 +66,33 @@ def test_two_tenants_writing_at_once_see_nothing_of_each_other(postgres_url: str
     assert not attack.failed, failures(attack)
     assert attack.leaked == 0 and attack.counts["blind"] == 0
     assert attack.counts["passes"] >= 2 and attack.counts["exported_files"] > 0
+
+
+def test_a_turn_whose_connection_dies_after_its_line_is_not_acknowledged(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """record_turn keeps going when its daily note fails (the turn's line is
+    written): if that failure is the connection's death, the turn was never
+    committed, and record_turn must not return as if it were."""
+    tenant = postgres_server.tenant()
+    with Memory.open(postgres_url, group=tenant, embedder="none") as memory:
+        memory.record_turn("s", user="one", assistant="ok")
+        volume = memory.workspace.volume
+        append = volume.append
+
+        def dying(rel: str, data: bytes, **kwargs: Any) -> None:
+            if rel.startswith("memory/"):  # the daily note, after the transcript's line
+                with memory.engine.lock.connection("find the backend") as conn:  # type: ignore[attr-defined]
+                    pid = conn.info.backend_pid
+                with psycopg.connect(postgres_server.admin_url(), autocommit=True) as admin:
+                    admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+            append(rel, data, **kwargs)
+
+        monkeypatch.setattr(volume, "append", dying)
+        with pytest.raises(StorageError):
+            memory.record_turn("s", user="two", assistant="ok")
+        monkeypatch.undo()
+        assert memory.record_turn("s", user="three", assistant="ok").seq == 2
+    with Memory.open(postgres_url, group=tenant, embedder="none") as again:
+        turns = again.sessions.turns("s")
+    assert [(turn.seq, turn.text_of("user")) for turn in turns] == [(1, "one"), (2, "three")]
