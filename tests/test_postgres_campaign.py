@@ -9,6 +9,9 @@ at full size (50 kills, 8 x 500 writers).
 * Several processes remember() at once on one tenant: all there, once.
 * Two tenants writing at once see nothing of each other through any API,
   tool, export or raw query.
+* Beyond the bar: the server ends a writer's connections at random instants;
+  what was acknowledged stays, and a transaction whose connection died is
+  never acknowledged (the bug the campaign found).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import pytest
 
 import postgres_server
 from attacks.common import Attack
+from attacks.pg_drops import run_drops
 from attacks.pg_kills import run_kills, run_writers
 from attacks.pg_tenants import run_tenants
 from memstrata import Memory
@@ -66,6 +70,14 @@ def test_two_tenants_writing_at_once_see_nothing_of_each_other(postgres_url: str
     assert not attack.failed, failures(attack)
     assert attack.leaked == 0 and attack.counts["blind"] == 0
     assert attack.counts["passes"] >= 2 and attack.counts["exported_files"] > 0
+
+
+@pytest.mark.slow  # writer processes
+def test_connections_ended_at_random_instants_lose_no_acknowledged_write(
+    postgres_url: str,
+) -> None:
+    attack = run_drops(postgres_url, 3, 60, random.randrange(2**32))
+    assert attack.tries == 3 and not attack.failed, failures(attack)
 
 
 def test_a_turn_whose_connection_dies_after_its_line_is_not_acknowledged(

@@ -229,10 +229,13 @@ def say(tag: str, **data: Any) -> None:
 def child_main(argv: list[str]) -> int:
     """argv: url, tenant, mode, mark, seed, ops, flag ("ready": say "ready"
     and wait for a line on stdin first; "step": wait for one after each
-    marker; "-": neither). Says "open", writes, closes, says "done"."""
+    marker; "survive": a call that fails with a ``MemstrataError`` is an
+    ``E {json}`` line and the next one is made; "-": none of these). Says
+    "open", writes, closes, says "done"."""
     url, tenant, mode, mark, seed, ops, flag = argv
+    survive = flag == "survive"
     try:
-        memory = Memory.open(url, group=tenant, **MODES[mode])
+        memory = _open(url, tenant, mode, tries=20 if survive else 1)
         writer = Writer(memory, mode, mark, int(seed), step=flag == "step")
         if mode in ("checkpoint", "compact"):
             writer.mark_phases()
@@ -241,8 +244,10 @@ def child_main(argv: list[str]) -> int:
             print("ready", flush=True)
             sys.stdin.readline()
         for i in range(int(ops)):
-            writer.step(i)
-        memory.close()
+            with _surviving(survive):
+                writer.step(i)
+        with _surviving(survive):
+            memory.close()
         print("done", flush=True)
     except BaseException as exc:  # noqa: BLE001 - reported on the last stderr line
         traceback.print_exc()
@@ -251,6 +256,24 @@ def child_main(argv: list[str]) -> int:
         sys.stderr.write(f"\nX {kind} {type(exc).__module__}.{type(exc).__qualname__}: {message}\n")
         return 3
     return 0
+
+
+def _open(url: str, tenant: str, mode: str, *, tries: int) -> Memory:
+    for _ in range(tries - 1):
+        with contextlib.suppress(MemstrataError):
+            return Memory.open(url, group=tenant, **MODES[mode])
+    return Memory.open(url, group=tenant, **MODES[mode])
+
+
+@contextlib.contextmanager
+def _surviving(survive: bool) -> Iterator[None]:
+    """``survive``: a failed call is said (``E``), not raised."""
+    try:
+        yield
+    except MemstrataError as exc:
+        if not survive:
+            raise
+        say("E", error=f"{type(exc).__name__}: {exc}"[:300])
 
 
 # -- what the acknowledgements promise -----------------------------------------------
@@ -270,7 +293,7 @@ class Expected:
     docs: dict[str, str | None] = field(default_factory=dict)
     unsure_ids: set[str] = field(default_factory=set)
     unsure_core: list[str] = field(default_factory=list)  # what a pending write would leave
-    unsure_docs: dict[str, str] = field(default_factory=dict)  # path -> the pending line
+    unsure_docs: dict[str, list[str]] = field(default_factory=dict)  # path -> pending lines
     writes: Counter[str] = field(default_factory=Counter)  # acknowledged, by kind
     last: dict[str, str] = field(default_factory=dict)  # layer -> the last text written there
 
@@ -297,7 +320,7 @@ class Expected:
         elif "core" in pending:
             self.unsure_core.append(pending["core"])
         elif "doc" in pending:
-            self.unsure_docs[pending["doc"]] = pending["line"]
+            self.unsure_docs.setdefault(pending["doc"], []).append(pending["line"])
 
     def _acknowledged(self, data: dict[str, Any]) -> None:
         kind = next(iter(data))
@@ -322,8 +345,10 @@ class Expected:
             self.semantic.add(data["semantic"])
         elif kind == "core":
             self.core = data["core"]
+            self.unsure_core.clear()  # what the file holds now
         elif kind == "doc":
             self.docs[data["doc"]] = data["after"]
+            self.unsure_docs.pop(data["doc"], None)
 
 
 def check(memory: Memory, expected: Expected, attempt: Try) -> None:
@@ -441,9 +466,9 @@ def _check_files(memory: Memory, expected: Expected, attempt: Try) -> None:
         data = volume.read(path)
         there = None if data is None else data.decode()
         want = expected.docs.get(path)
-        allowed_docs = {want}
-        if path in expected.unsure_docs:
-            allowed_docs.add((want or "") + expected.unsure_docs.pop(path))
+        allowed_docs: set[str | None] = {want}
+        for lines in _subsequences(expected.unsure_docs.pop(path, [])):
+            allowed_docs.add((want or "") + "".join(lines))
         if there not in allowed_docs:
             attempt.lose(1, f"{path} holds {there!r:.80} instead of {want!r:.80}")
         expected.docs[path] = there
@@ -459,6 +484,14 @@ def _check_index(memory: Memory, expected: Expected, attempt: Try) -> None:
         hits = memory.search(text, k=10, layers=[layer])
         if not any(text in hit.text or text in hit.snippet for hit in hits):
             attempt.fail("stale_index", f"search({text!r}) in {layer} does not find it")
+
+
+def _subsequences(lines: list[str]) -> list[list[str]]:
+    """Every choice of ``lines`` in order (each pending edit done or not)."""
+    found: list[list[str]] = [[]]
+    for line in lines[-8:]:
+        found += [[*before, line] for before in found]
+    return found
 
 
 # -- files and rows ------------------------------------------------------------------
