@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 import memstrata
 import postgres_server
-from memstrata.errors import Conflict, InvalidInput, NotFound, StorageError
+from memstrata.errors import BackendUnavailable, Conflict, InvalidInput, NotFound, StorageError
 from memstrata.postgres import volume as volume_module
 from memstrata.postgres.journal import PostgresJournal
 from memstrata.postgres.lock import PostgresLock
@@ -364,6 +364,28 @@ def test_a_commit_that_fails_is_storage_error_and_rolls_ram_back(
     assert other.journal.open(base_lsn=0) == []
     with files.lock:  # a fresh connection
         files.journal.gap = False
+        assert files.journal.append("op", {}, sync=False).lsn == 1
+
+
+def test_a_connection_lost_under_the_lock_is_never_a_silent_commit(
+    files: TenantFiles, other: TenantFiles
+) -> None:
+    """The connection dies, a call fails and its caller carries on (as
+    record_turn does with its daily note): the release must not pass for a
+    commit (the driver leaves a broken connection's block without a word)."""
+    files.journal.open(base_lsn=0)
+    with pytest.raises(StorageError, match="cannot commit"), files.lock:
+        files.journal.append("op", {}, sync=False)
+        files.volume.write("a.md", b"lost\n")
+        with files.lock.connection("find the backend") as conn:
+            pid = conn.info.backend_pid
+        with psycopg.connect(postgres_server.admin_url(), autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        with pytest.raises(BackendUnavailable):
+            files.volume.write("b.md", b"x\n")  # its caller keeps going
+    assert files.lock.lost == 1 and files.journal.gap and files.journal.last_lsn == 0
+    assert other.volume.read("a.md") is None and other.journal.open(base_lsn=0) == []
+    with files.lock:  # a fresh connection
         assert files.journal.append("op", {}, sync=False).lsn == 1
 
 

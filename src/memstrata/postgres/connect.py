@@ -21,7 +21,9 @@
   each onto ``memstrata.errors`` (``mapped``): an unreachable server is
   ``BackendUnavailable``, a lock or serialization failure ``Conflict``, a
   refused privilege ``AccessDenied``, bad data ``InvalidInput``, a missing
-  table ``Corrupt``, anything else ``StorageError``.
+  table ``Corrupt``, anything else ``StorageError``. A transaction whose
+  connection broke inside it is never passed off as committed, even when its
+  block carried on after the failed statement: ``BackendUnavailable``.
 * The schema is migrated (``schema.migrate``) once per pool, before its first
   connection is lent.
 """
@@ -207,13 +209,28 @@ class Database:
         """One transaction on a pooled connection with ``tenant`` set (None: no
         tenant, the proof that a query sees nothing without one); ``snapshot``:
         every statement sees the same snapshot (REPEATABLE READ). Commits when
-        the block ends, rolls back on any exception."""
+        the block ends, rolls back on any exception; ``BackendUnavailable``
+        when the connection was lost inside the block, even if the block went
+        on after the failed statement (see ``_lost``)."""
         with errors(doing, self.location), self._pool.connection() as conn, conn.transaction():
             if snapshot:
                 conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             if tenant is not None:
                 conn.execute("SELECT set_config(%s, %s, true)", (TENANT_SETTING, tenant))
             yield conn
+            if conn.closed:
+                raise _lost(doing, self.location)
+
+
+def _lost(doing: str, where: str) -> BackendUnavailable:
+    """The connection broke inside a transaction whose block carried on (a
+    caller that turned the failed statement into a notice). The driver ends
+    the block of a broken connection without a word and without a commit:
+    the block's writes are gone, and the caller must hear it."""
+    return BackendUnavailable(
+        f"cannot {doing} ({where}): the connection was lost, nothing of the transaction "
+        "was committed"
+    )
 
 
 def close_all() -> None:
