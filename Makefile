@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: check lint types test test-fast fmt bench crash-campaign reliability
+.PHONY: check lint types test test-fast fmt bench crash-campaign reliability pg-campaign
 
 check: $(VENV)/.installed lint types test
 
@@ -41,3 +41,6 @@ reliability: $(VENV)/.installed
 
 crash-campaign: $(VENV)/.installed
 	$(PY) bench/crash_campaign.py --rounds 1000 --json bench/results/crash_campaign.json
+
+pg-campaign: $(VENV)/.installed
+	$(PY) bench/pg_campaign.py --json bench/results/pg_campaign.json
