@@ -321,17 +321,24 @@ class PostgresIndex(Mirror):
             self._unmapped(cid)
 
     def _insert(self, conn: Connection, chunks: Sequence[Chunk]) -> list[int]:
+        """Insert ``chunks`` (one pipelined batch: ``executemany`` with each
+        row's new id returned, in order) and map them in the mirror."""
+        if not chunks:
+            return []
         ids = []
-        for chunk in chunks:
-            row = conn.execute(
-                _INSERT,
-                (self.tenant, *chunk_values(chunk)),
-            ).fetchone()
-            assert row is not None
-            cid = int(row[0])
+        with conn.cursor() as cursor:
+            cursor.executemany(
+                _INSERT, [(self.tenant, *chunk_values(chunk)) for chunk in chunks], returning=True
+            )
+            while True:
+                row = cursor.fetchone()
+                assert row is not None
+                ids.append(int(row[0]))
+                if not cursor.nextset():
+                    break
+        for cid, chunk in zip(ids, chunks, strict=True):
             self._mapped(cid, chunk)
             self.unembedded.add(cid)
-            ids.append(cid)
         return ids
 
     # -- reads ---------------------------------------------------------------------
