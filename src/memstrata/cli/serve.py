@@ -55,12 +55,32 @@ def bench_locomo(data: Path, out: Path | None, limit_questions: int | None, embe
     "--keep",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
-    help="Build the workspace here and keep it (a rerun reuses it).",
+    help="Build the workspace here and keep it (a rerun reuses it); with --backend, "
+    "the embedded server's data.",
+)
+@click.option(
+    "--backend",
+    default=None,
+    metavar="URL",
+    help="postgresql://…: bench PostgreSQL at N synthetic chunks against its RAM mirror and "
+    "the file backend (bench/bench_postgres_search.py; 'embedded' starts a server in the "
+    "temp dir).",
 )
 def bench_search(
-    items: int, queries: int, out: Path | None, embedder: str, keep: Path | None
+    items: int,
+    queries: int,
+    out: Path | None,
+    embedder: str,
+    keep: Path | None,
+    backend: str | None,
 ) -> None:
     """Hybrid search latency over N realistic chunks, the query embedding included."""
+    if backend is not None:
+        from ..benchmarks.postgres_search import run as run_postgres
+
+        url = None if backend == "embedded" else backend
+        _emit(run_postgres(items, url=url, queries=queries, embedder=embedder, keep=keep), out)
+        return
     from ..benchmarks.search_bench import run
 
     report = run(items, queries=queries, embedder=embedder, workspace=keep)

@@ -4,7 +4,8 @@ and (optionally) recency.
 
 1. Candidates: the best ``candidates`` chunks by BM25 (``Lexical``, in RAM)
    and by cosine similarity to the query's embedding (``Vectors``), each list
-   filtered.
+   filtered. An index that is a ``CandidateSource`` may find either list
+   itself (PostgreSQL: full-text search and HNSW in SQL); the rest is the same.
 2. Fusion: ``w_bm25 * s_bm25 + w_vector * s_vector`` with each list's scores
    scaled to [0, 1] over its candidates (``minmax``), or weighted reciprocal
    rank fusion ``w / (RRF_K + rank)`` (``rrf``). A chunk missing from a list
@@ -25,7 +26,7 @@ import re
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ..errors import InvalidInput
 from .chunks import Chunk
@@ -37,7 +38,7 @@ from .text import query_terms
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["Filters", "Hit", "Vectors", "Weights", "hybrid"]
+__all__ = ["CandidateSource", "Filters", "Hit", "Ranked", "Vectors", "Weights", "hybrid"]
 
 RRF_K = 60
 _HOW_MANY = re.compile(r"^\s*how (?:many|much|often|long)\b", re.I)
@@ -324,6 +325,24 @@ class Vectors:
         return [(cid, score) for cid, score in found if cid >= 0]
 
 
+Ranked = list[tuple[int, float]]  # (chunk id, score), best first
+
+
+@runtime_checkable
+class CandidateSource(Protocol):
+    """An index that finds a search's candidate lists itself (``postgres.index``:
+    in SQL) instead of the RAM followers ``Lexical`` and ``Vectors``."""
+
+    def candidates(
+        self, query: str, vector: np.ndarray | None, limit: int, filters: Filters
+    ) -> tuple[Ranked | None, Ranked | None]:
+        """The ``limit`` best chunks for the words of ``query`` and for
+        likeness to ``vector`` (its embedding; None: no vector list) that
+        ``filters`` accept, each list best first; None for a list: let the RAM
+        follower find it (a backend that cannot, or whose list came out short)."""
+        ...
+
+
 def hybrid(
     index: Index,
     query: str,
@@ -341,11 +360,20 @@ def hybrid(
     chunks = index.chunks
     wide = max(weights.candidates, 4 * k)
     terms = query_terms(query)
-    found = lexical.top(index, stemmed(terms), wide, k1=weights.k1, b=weights.b)
+    vector = None
+    if embed is not None and vectors is not None and index.vectors and weights.vector:
+        vector = embed(query)
+    found, near = (None, None)
+    if isinstance(index, CandidateSource):  # lists from the backend (SQL), None: from RAM
+        found, near = index.candidates(query, vector, wide, filters)
+    if found is None:
+        found = lexical.top(index, stemmed(terms), wide, k1=weights.k1, b=weights.b)
     words = [(cid, score) for cid, score in found if cid in chunks and filters.accept(chunks[cid])]
     nearest: list[tuple[int, float]] = []
-    if embed is not None and vectors is not None and index.vectors and weights.vector:
-        nearest = _nearest(index, vectors, embed(query), wide, filters)
+    if vector is not None and near is not None:
+        nearest = [(c, s) for c, s in near if c in chunks and filters.accept(chunks[c])]
+    elif vector is not None and vectors is not None:
+        nearest = _nearest(index, vectors, vector, wide, filters)
     fused: dict[int, float] = {}
     for weight, ranked in ((weights.bm25, words), (weights.vector, nearest)):
         if not ranked:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["index_text", "query_terms"]
+__all__ = ["STOPWORDS", "index_text", "query_terms"]
 
 _APOSTROPHE = re.compile(r"(?<=[^\W\d_])['‘’`ʼ](?=[^\W\d_])")
 _CLITIC = re.compile(r"(?:s|t|re|ve|ll|d|m)(?![^\W_])", re.IGNORECASE)
@@ -46,6 +46,7 @@ too any some all each s t m re ve ll d что как где когда поче�
 va ham lekin yoki men sen u biz siz ular
 """
 _STOP = frozenset(_STOPWORDS.split())
+STOPWORDS = _STOP  # what ``query_terms`` drops
 
 
 def _apostrophe(match: re.Match[str]) -> str:

@@ -28,6 +28,16 @@ dimensions), ``memstrata_changes`` (the change log its triggers write) and
   everything again (``resets`` grows).
 * **Errors.** No driver exception leaves it: ``connect.errors`` maps them.
 * Reads of the RAM mirror take no lock; writers hold ``PostgresIndex.lock``.
+* **Search candidates** (``search``): ``"mirror"`` leaves both lists to the
+  RAM followers (BM25 and the vector matrix, as with SQLite); ``"sql"`` finds
+  both in SQL (``candidates``: ``tsv`` and ``ts_rank_cd``, HNSW);
+  ``"hnsw"`` the vector list only (BM25 stays in RAM). Vectors come from
+  SQL only for a tenant with more than ``ann_above`` of them (below, the RAM
+  matrix is exact and as fast); a vector list from SQL that comes out short
+  (a filter left fewer than asked within ``hnsw.max_scan_tuples``, or the
+  tenant holds fewer) is left to the RAM matrix, which is exact.
+  ``docs/postgres.md`` has the measurements behind ``DEFAULT_SEARCH``,
+  ``DEFAULT_EF_SEARCH`` and ``ANN_ABOVE``.
 """
 
 from __future__ import annotations
@@ -37,20 +47,33 @@ import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from ..errors import InvalidInput
 from ..index.chunks import Chunk
 from ..index.mirror import FileState, Followed, Mirror
 from ..index.protocol import IndexStatus, Stale
 from ..index.schema import CHUNK_COLUMNS, chunk_values, row_chunk
+from . import candidates
 from .connect import Database, check_tenant
 from .schema import VECTOR_DIM
 
 if TYPE_CHECKING:
+    import numpy as np
+
+    from ..index.hybrid import Filters, Ranked
     from .connect import Connection
 
 __all__ = ["PostgresIndex"]
 
 # Entries of a tenant's change log kept; a reader further behind loads everything again.
 KEEP_CHANGES = 50_000
+# Where a search's candidate lists come from: (words in SQL, vectors in SQL).
+SEARCH_MODES = {"mirror": (False, False), "sql": (True, True), "hnsw": (False, True)}
+DEFAULT_SEARCH = "mirror"
+DEFAULT_EF_SEARCH = 100
+# Below this many vectors a tenant's vector list comes from the RAM matrix in
+# every mode: it is exact there and about as fast as the HNSW index.
+ANN_ABOVE = 20_000
+MAX_EF_SEARCH = 1000  # pgvector's limit
 _COLUMNS = CHUNK_COLUMNS.encode()
 _INSERT = (
     "INSERT INTO memstrata_chunks (tenant, path, layer, line_start, line_end, text, title, "
@@ -63,8 +86,23 @@ class PostgresIndex(Mirror):
     """The index of ``tenant`` on the database at ``url`` (a URL, or an open
     ``Database`` the caller keeps), and its RAM mirror."""
 
-    def __init__(self, url: str | Database, tenant: str) -> None:
+    def __init__(
+        self,
+        url: str | Database,
+        tenant: str,
+        *,
+        search: str = DEFAULT_SEARCH,
+        ef_search: int = DEFAULT_EF_SEARCH,
+        ann_above: int = ANN_ABOVE,
+    ) -> None:
         super().__init__()
+        if search not in SEARCH_MODES:
+            raise InvalidInput(f"search must be one of {sorted(SEARCH_MODES)}, not {search!r}")
+        if type(ef_search) is not int or not 1 <= ef_search <= MAX_EF_SEARCH:
+            raise InvalidInput(f"ef_search must be a whole number in 1..1000, not {ef_search!r}")
+        self.search = search
+        self.ef_search = ef_search
+        self.ann_above = ann_above
         self.tenant = check_tenant(tenant)
         self.lock = threading.RLock()
         self._owned = isinstance(url, str)
@@ -321,20 +359,70 @@ class PostgresIndex(Mirror):
             self._unmapped(cid)
 
     def _insert(self, conn: Connection, chunks: Sequence[Chunk]) -> list[int]:
+        """Insert ``chunks`` (one pipelined batch: ``executemany`` with each
+        row's new id returned, in order) and map them in the mirror."""
+        if not chunks:
+            return []
         ids = []
-        for chunk in chunks:
-            row = conn.execute(
-                _INSERT,
-                (self.tenant, *chunk_values(chunk)),
-            ).fetchone()
-            assert row is not None
-            cid = int(row[0])
+        with conn.cursor() as cursor:
+            cursor.executemany(
+                _INSERT, [(self.tenant, *chunk_values(chunk)) for chunk in chunks], returning=True
+            )
+            while True:
+                row = cursor.fetchone()
+                assert row is not None
+                ids.append(int(row[0]))
+                if not cursor.nextset():
+                    break
+        for cid, chunk in zip(ids, chunks, strict=True):
             self._mapped(cid, chunk)
             self.unembedded.add(cid)
-            ids.append(cid)
         return ids
 
     # -- reads ---------------------------------------------------------------------
+
+    def candidates(
+        self, query: str, vector: np.ndarray | None, limit: int, filters: Filters
+    ) -> tuple[Ranked | None, Ranked | None]:
+        """A search's candidate lists from SQL, as ``search`` says (None: from
+        the RAM followers; see ``index.hybrid.CandidateSource``)."""
+        in_sql, vectors_in_sql = SEARCH_MODES[self.search]
+        vectors_in_sql = (
+            vectors_in_sql
+            and vector is not None
+            and vector.shape == (VECTOR_DIM,)
+            and len(self.vectors) > self.ann_above
+        )
+        if not (in_sql or vectors_in_sql):
+            return None, None
+        words: Ranked | None = None
+        near: list[tuple[int, float]] | None = None
+        ask = limit + limit // 4  # room for what only RAM checks (the time window)
+        with self._db.transaction(self.tenant, "search the index") as conn:
+            if in_sql:
+                words = candidates.word_rows(conn, query, limit, filters)
+            if vectors_in_sql:
+                assert vector is not None
+                candidates.settings(conn, self.ef_search)
+                near = candidates.nearest_rows(conn, vector, ask, filters)
+        return words, (None if near is None else self._kept(near, ask, limit, filters))
+
+    def _kept(
+        self, near: list[tuple[int, float]], ask: int, limit: int, filters: Filters
+    ) -> Ranked | None:
+        """The nearest rows the mirror holds and ``filters`` accept, as
+        ``(id, cosine)``; None when they are fewer than ``limit`` and SQL may
+        have missed some (it returned fewer than asked, or RAM filters
+        dropped some): the RAM matrix finds them then."""
+        chunks = self.chunks
+        kept = [
+            (cid, 1.0 - distance)
+            for cid, distance in near
+            if distance < 1.0 and cid in chunks and filters.accept(chunks[cid])
+        ]
+        if len(kept) >= limit or (len(near) == ask and near[-1][1] >= 1.0):
+            return kept[:limit]
+        return None
 
     def status(self) -> IndexStatus:
         return IndexStatus(

@@ -1,0 +1,250 @@
+"""Search candidates found in SQL (``PostgresIndex(search="sql" | "hnsw")``,
+``postgres.candidates``): the same hits and citations as the RAM mirror where
+the lists agree, the filters SQL checks equal to the RAM ones, the tenant's
+policy not costing recall, and a short list left to RAM."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+import postgres_server
+from memstrata.errors import InvalidInput
+from memstrata.index.chunks import Chunk
+from memstrata.index.hybrid import Filters, Hit, Vectors, Weights, hybrid
+from memstrata.index.lexical import Lexical
+from memstrata.index.protocol import FileState
+from memstrata.postgres import candidates
+from memstrata.postgres.index import PostgresIndex
+
+DIM = 384
+STATE = FileState(1, 1, "x")
+SMALL = Weights(candidates=6)  # k=1: lists of 6, within what a small tenant holds
+
+
+@pytest.fixture
+def url() -> str:
+    return postgres_server.app_url()
+
+
+@pytest.fixture
+def opened() -> Iterator[list[PostgresIndex]]:
+    handles: list[PostgresIndex] = []
+    yield handles
+    for handle in handles:
+        handle.close()
+
+
+def open_index(opened: list[PostgresIndex], url: str, tenant: str, search: str) -> PostgresIndex:
+    index = PostgresIndex(url, tenant, search=search, ann_above=0)  # HNSW at any size
+    opened.append(index)
+    return index
+
+
+def unit(rng: np.random.Generator, count: int, around: np.ndarray | None = None) -> np.ndarray:
+    vectors = rng.standard_normal((count, DIM)).astype(np.float32)
+    if around is not None:
+        vectors = vectors * np.float32(0.05) + around
+    return (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
+
+
+def turns(path: str, texts: list[str], **fields: object) -> list[Chunk]:
+    return [
+        Chunk(path, str(fields.get("layer", "transcripts")), n, n, text,
+              title=str(fields.get("title", "Ann")), session=fields.get("session", "s1"),  # type: ignore[arg-type]
+              source=str(fields.get("source", "user")), live=bool(fields.get("live", True)))
+        for n, text in enumerate(texts, start=1)
+    ]  # fmt: skip
+
+
+def fill(index: PostgresIndex, vectors: np.ndarray, prefix: str = "sessions/a") -> list[int]:
+    """One file per 20 chunks, each chunk's text naming its number; their vectors."""
+    ids: list[int] = []
+    for start in range(0, len(vectors), 20):
+        path = f"{prefix}{start}.jsonl"
+        texts = [f"turn {n} about tea and cake number{n}" for n in range(start, start + 20)]
+        ids += index.replace(path, turns(path, texts[: len(vectors) - start]), STATE)
+    index.set_vectors("m", {cid: vectors[n].tobytes() for n, cid in enumerate(ids)})
+    return ids
+
+
+def search(index: PostgresIndex, query: str, vector: np.ndarray, k: int = 1) -> list[Hit]:
+    return hybrid(index, query, k, Filters(), lexical=Lexical(), embed=lambda _: vector,
+                  vectors=Vectors(), weights=SMALL)  # fmt: skip
+
+
+def test_the_mode_and_ef_search_are_checked(url: str) -> None:
+    with pytest.raises(InvalidInput):
+        PostgresIndex(url, postgres_server.tenant(), search="elastic")
+    for bad in (0, 1001, True, 2.5):
+        with pytest.raises(InvalidInput):
+            PostgresIndex(url, postgres_server.tenant(), ef_search=bad)  # type: ignore[arg-type]
+
+
+def test_the_vector_list_from_hnsw_is_the_exact_one_and_so_are_the_hits(
+    url: str, opened: list[PostgresIndex]
+) -> None:
+    rng = np.random.default_rng(1)
+    tenant = postgres_server.tenant()
+    index = open_index(opened, url, tenant, "hnsw")
+    vectors = unit(rng, 200)
+    ids = fill(index, vectors)
+    mirror = open_index(opened, url, tenant, "mirror")
+    for query in unit(rng, 10):
+        _, near = index.candidates("tea", query, 6, Filters())
+        assert near is not None  # from SQL
+        exact = np.argsort(-(vectors @ query))[:6]
+        assert [cid for cid, _ in near] == [ids[n] for n in exact]
+        assert [s for _, s in near] == pytest.approx([float(vectors[n] @ query) for n in exact])
+        found, expected = search(index, "cake", query), search(mirror, "cake", query)
+        assert [h.citation for h in found] == [h.citation for h in expected]
+        assert [h.score for h in found] == pytest.approx([h.score for h in expected])
+
+
+@pytest.mark.parametrize("filters", [Filters(), Filters(include_superseded=True)])
+def test_the_query_plan_reads_the_hnsw_index_in_order(
+    url: str, opened: list[PostgresIndex], filters: Filters
+) -> None:
+    """Many small tenants: the planner guesses the policy keeps few rows, and
+    would sort them all after a scan of every tenant's vectors."""
+    rng = np.random.default_rng(2)
+    for _ in range(5):
+        fill(open_index(opened, url, postgres_server.tenant(), "hnsw"), unit(rng, 40))
+    index = open_index(opened, url, postgres_server.tenant(), "hnsw")
+    fill(index, unit(rng, 400))
+    sql, params = candidates.nearest_sql(filters)
+    with index._db.transaction(index.tenant, "explain") as conn:  # noqa: SLF001
+        conn.execute("ANALYZE memstrata_vectors")
+        conn.execute("ANALYZE memstrata_chunks")
+        candidates.settings(conn, 100)
+        plan = conn.execute(("EXPLAIN " + sql).encode(), (unit(rng, 1)[0], *params, 250)).fetchall()
+    text = "\n".join(row[0] for row in plan)
+    assert "Index Scan using memstrata_vectors_hnsw" in text and "Sort" not in text
+
+
+def test_a_short_vector_list_is_left_to_the_ram_matrix(
+    url: str, opened: list[PostgresIndex]
+) -> None:
+    rng = np.random.default_rng(3)
+    index = open_index(opened, url, postgres_server.tenant(), "sql")
+    vectors = unit(rng, 4)
+    fill(index, vectors)
+    query = unit(rng, 1)[0]
+    words, near = index.candidates("tea", query, 6, Filters())
+    assert near is None and words is not None and len(words) == 4
+    hits = search(index, "tea", query, k=4)  # the RAM matrix found them
+    best = int(np.argmax(vectors @ query))
+    assert f"turn {best} " in hits[0].text or len(hits) == 4
+
+
+def test_the_tenant_filter_does_not_cost_recall(url: str, opened: list[PostgresIndex]) -> None:
+    """A small tenant whose vectors sit among a bigger one's: HNSW finds the
+    big one's first, the policy drops them, the iterative scan goes on."""
+    rng = np.random.default_rng(4)
+    centre = unit(rng, 1)[0]
+    big = open_index(opened, url, postgres_server.tenant("big"), "hnsw")
+    fill(big, unit(rng, 2000, around=centre))
+    small = open_index(opened, url, postgres_server.tenant("small"), "hnsw")
+    vectors = unit(rng, 40, around=centre)
+    ids = fill(small, vectors)
+    shares = []
+    for query in unit(rng, 20, around=centre):
+        _, near = small.candidates("tea", query, 6, Filters())
+        assert near is not None and len(near) == 6  # a full list, all of its own
+        exact = {ids[n] for n in np.argsort(-(vectors @ query))[:6]}
+        shares.append(len(exact & {cid for cid, _ in near}) / 6)
+    assert np.mean(shares) >= 0.95
+
+
+@pytest.mark.parametrize(
+    "filters",
+    [
+        Filters(),
+        Filters(include_superseded=True),
+        Filters(layers=frozenset({"semantic"})),
+        Filters(layers=frozenset({"transcripts", "notebook"}), session="s2"),
+        Filters(source="agent"),
+        Filters(path_prefix="notes/"),
+        Filters(path_prefix="notes/%_"),  # no LIKE patterns
+    ],
+)
+def test_filters_in_sql_are_the_filters_in_ram(
+    url: str, opened: list[PostgresIndex], filters: Filters
+) -> None:
+    rng = np.random.default_rng(5)
+    centre = unit(rng, 1)[0]
+    index = open_index(opened, url, postgres_server.tenant(), "sql")
+    shapes = [
+        ("sessions/a.jsonl", {"session": "s1"}),
+        ("sessions/b.jsonl", {"session": "s2", "source": "agent"}),
+        ("semantic/c.md", {"layer": "semantic", "session": None}),
+        ("notes/%_d.md", {"layer": "notebook", "session": "s2"}),
+        ("notes/e.md", {"layer": "notebook", "live": False, "source": "agent"}),
+    ]
+    for path, fields in shapes:
+        index.replace(path, turns(path, ["tea for two", "green tea"], **fields), STATE)
+    ids = sorted(index.chunks)
+    index.set_vectors(
+        "m", {cid: v.tobytes() for cid, v in zip(ids, unit(rng, len(ids), centre), strict=True)}
+    )
+    wanted = {cid for cid, chunk in index.chunks.items() if filters.accept(chunk)}
+    words, near = index.candidates("tea", unit(rng, 1, centre)[0], len(wanted) or 1, filters)
+    assert words is not None and {cid for cid, _ in words} == wanted
+    if wanted:
+        assert near is not None and {cid for cid, _ in near} == wanted
+
+
+@pytest.mark.parametrize(
+    ("query", "found"),
+    [
+        ("what is the TEA?", {"green tea", "tea for two"}),
+        ("two", {"tea for two"}),
+        ("what is it", set()),  # only function words: kept, and nothing says them
+        ("for", {"tea for two"}),
+        ("C++ & it's 'quoted' \\ back|slash: <-> !", set()),
+        ("", set()),
+        ("чай", {"зелёный чай"}),
+    ],
+)
+def test_words_in_sql_match_whole_words(
+    url: str, opened: list[PostgresIndex], query: str, found: set[str]
+) -> None:
+    index = open_index(opened, url, postgres_server.tenant(), "sql")
+    texts = ["green tea", "tea for two", "teapot", "зелёный чай"]
+    index.replace("semantic/a.md", turns("semantic/a.md", texts), STATE)
+    words, _ = index.candidates(query, None, 10, Filters())
+    assert words is not None
+    assert {index.chunks[cid].text for cid, _ in words} == found
+
+
+def test_words_are_ranked_by_cover_density_and_shorter_chunks_first(
+    url: str, opened: list[PostgresIndex]
+) -> None:
+    index = open_index(opened, url, postgres_server.tenant(), "sql")
+    texts = ["tea and some cake", "tea", "cake", "a long story of tea and more words here"]
+    index.replace("semantic/a.md", turns("semantic/a.md", texts), STATE)
+    words, _ = index.candidates("tea cake", None, 10, Filters())
+    assert words is not None
+    ranked = [index.chunks[cid].text for cid, _ in words]
+    assert ranked[0] == "tea and some cake"  # both words
+    assert ranked.index("tea") < ranked.index("a long story of tea and more words here")
+
+
+def test_rows_another_writer_added_are_ignored_until_followed(
+    url: str, opened: list[PostgresIndex]
+) -> None:
+    rng = np.random.default_rng(6)
+    tenant = postgres_server.tenant()
+    reader = open_index(opened, url, tenant, "sql")
+    writer = open_index(opened, url, tenant, "mirror")
+    vectors = unit(rng, 10)
+    fill(writer, vectors)
+    reader.refresh()
+    writer.replace("semantic/new.md", turns("semantic/new.md", ["tea ceremony"]), STATE)
+    words, _ = reader.candidates("ceremony", None, 10, Filters())
+    assert words is not None and len(words) == 1 and words[0][0] not in reader.chunks
+    assert search(reader, "ceremony", vectors[0], k=5)  # no KeyError: the row is dropped
+    reader.refresh()
+    assert "tea ceremony" in [h.text for h in search(reader, "ceremony", vectors[0], k=5)]
