@@ -21,12 +21,11 @@ import argparse
 import shutil
 import tempfile
 import uuid
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from benchutil import emit, machine
-from memstrata.benchmarks import locomo, pgserver
+from memstrata.benchmarks import locomo, pgserver, retrievers
 from memstrata.index.hybrid import Filters, Vectors, hybrid
 from memstrata.index.lexical import Lexical
 from memstrata.index.protocol import FileState
@@ -40,22 +39,7 @@ TRANSCRIPTS = Filters(layers=frozenset({"transcripts"}))
 def workspace(conversation: locomo.Conversation, folder: Path) -> tuple[Memory, dict[str, str]]:
     """The conversation recorded as ``benchmarks.retrievers`` records it."""
     memory = Memory.open(folder, embedder="minilm", session_max_turns=0)
-    dia_of: dict[str, str] = {}
-    for session in conversation.sessions:
-        for offset, turn in enumerate(session.turns):
-            text = (
-                turn.text if not turn.caption else f"{turn.text} [shares a photo: {turn.caption}]"
-            )
-            recorded = memory.record_turn(
-                f"{conversation.sample_id}-s{session.number}",
-                user=text,
-                assistant="",
-                meta={"speakers": {"user": turn.speaker}, "dia_id": turn.dia_id},
-                at=session.date + timedelta(seconds=offset),
-            )
-            dia_of[recorded.id] = turn.dia_id
-    memory.reindex()
-    return memory, dia_of
+    return memory, retrievers.record_conversation(memory, conversation)
 
 
 def copied(memory: Memory, url: str) -> PostgresIndex:

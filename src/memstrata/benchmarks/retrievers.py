@@ -16,7 +16,7 @@ from ..index.hybrid import Weights
 from ..memory import Memory
 from .locomo import Conversation, Retriever
 
-__all__ = ["memstrata_retriever"]
+__all__ = ["memstrata_retriever", "record_conversation"]
 
 
 def memstrata_retriever(
@@ -26,6 +26,24 @@ def memstrata_retriever(
     folder = Path(tempfile.mkdtemp(prefix="memstrata-locomo-"))
     memory = Memory.open(folder / "ws", embedder=embedder, session_max_turns=0)
     weakref.finalize(memory, shutil.rmtree, folder, True)
+    dia_of = record_conversation(memory, conversation)
+
+    def search(question: str, k: int) -> list[str]:
+        hits = memory.search(question, k=k, layers=("transcripts",), weights=weights)
+        found = []
+        for hit in hits:
+            turn_id = (hit.ref or "").partition("#")[0]
+            if turn_id in dia_of:
+                found.append(dia_of[turn_id])
+        return found
+
+    search.memory = memory  # type: ignore[attr-defined]  # keeps the workspace alive
+    return search
+
+
+def record_conversation(memory: Memory, conversation: Conversation) -> dict[str, str]:
+    """Record every utterance of ``conversation`` as a dated transcript turn
+    and index it; the LoCoMo dialogue id of each turn id."""
     dia_of: dict[str, str] = {}
     for session in conversation.sessions:
         for offset, turn in enumerate(session.turns):
@@ -41,15 +59,4 @@ def memstrata_retriever(
             )
             dia_of[recorded.id] = turn.dia_id
     memory.reindex()
-
-    def search(question: str, k: int) -> list[str]:
-        hits = memory.search(question, k=k, layers=("transcripts",), weights=weights)
-        found = []
-        for hit in hits:
-            turn_id = (hit.ref or "").partition("#")[0]
-            if turn_id in dia_of:
-                found.append(dia_of[turn_id])
-        return found
-
-    search.memory = memory  # type: ignore[attr-defined]  # keeps the workspace alive
-    return search
+    return dia_of
