@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 from benchutil import emit, machine
+from memstrata.benchmarks.postgres_load import HNSW
 from memstrata.benchmarks.postgres_search import run
 
 
@@ -41,6 +42,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--embedder", default="minilm")
     parser.add_argument("--shared-buffers", default="1GB")
     parser.add_argument("--maintenance-work-mem", default="3GB")
+    parser.add_argument("--hnsw-m", type=int, default=HNSW["m"])
+    parser.add_argument("--hnsw-ef-construction", type=int, default=HNSW["ef_construction"])
+    parser.add_argument(
+        "--rebuild-hnsw", action="store_true", help="on a kept server: build the index again"
+    )
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
     began = time.perf_counter()
@@ -57,6 +63,8 @@ def main(argv: list[str] | None = None) -> int:
         embedder=args.embedder,
         shared_buffers=args.shared_buffers,
         maintenance_work_mem=args.maintenance_work_mem,
+        hnsw={"m": args.hnsw_m, "ef_construction": args.hnsw_ef_construction},
+        rebuild_hnsw=args.rebuild_hnsw,
     )
     report["machine"] = machine()
     report["wall_s"] = round(time.perf_counter() - began, 1)

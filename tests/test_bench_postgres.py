@@ -41,12 +41,15 @@ def test_bench_search_with_a_backend_runs_the_postgres_bench(
 def test_the_corpus_is_the_same_for_a_seed_and_its_vectors_are_unit() -> None:
     import numpy as np
 
-    one, two = Corpus(600), Corpus(600)
+    one, two = Corpus(4100), Corpus(4100)
     assert one.chunks(150, 260) == two.chunks(150, 260)
-    assert np.array_equal(one.vectors(0, 300), two.vectors(0, 300))
+    assert one.chunks(150, 260) == one.chunks(0, 300)[150:260]  # whatever the slice
+    assert np.array_equal(one.vectors(1990, 2300), two.vectors(1990, 2300))
+    assert np.array_equal(one.vectors(1990, 2300), one.vectors(0, 4100)[1990:2300])
     assert np.allclose(np.linalg.norm(one.vectors(0, 300), axis=1), 1.0, atol=1e-5)
     paths = [path for path, _ in one.files(0, 600)]
     assert len(paths) == len(set(paths)) == 3
+    assert len(one.vectors(4000, 4100)) == 100
 
 
 @pytest.mark.slow

@@ -16,7 +16,7 @@ from memstrata.index.chunks import Chunk
 from memstrata.index.hybrid import Filters, Hit, Vectors, Weights, hybrid
 from memstrata.index.lexical import Lexical
 from memstrata.index.protocol import FileState
-from memstrata.postgres import candidates
+from memstrata.postgres import candidates, schema
 from memstrata.postgres.index import PostgresIndex
 
 DIM = 384
@@ -248,3 +248,31 @@ def test_rows_another_writer_added_are_ignored_until_followed(
     assert search(reader, "ceremony", vectors[0], k=5)  # no KeyError: the row is dropped
     reader.refresh()
     assert "tea ceremony" in [h.text for h in search(reader, "ceremony", vectors[0], k=5)]
+
+
+def test_the_hnsw_index_has_the_schemas_build_parameters(
+    url: str, opened: list[PostgresIndex]
+) -> None:
+    index = open_index(opened, url, postgres_server.tenant(), "hnsw")  # migrated
+    with index._db.transaction(index.tenant, "read the index") as conn:  # noqa: SLF001
+        row = conn.execute(
+            "SELECT indexdef FROM pg_indexes WHERE indexname = 'memstrata_vectors_hnsw'"
+        ).fetchone()
+    assert row is not None
+    assert f"m='{schema.HNSW_M}'" in row[0] and "vector_cosine_ops" in row[0]
+    assert f"ef_construction='{schema.HNSW_EF_CONSTRUCTION}'" in row[0]
+    assert (schema.HNSW_M, schema.HNSW_EF_CONSTRUCTION) == (24, 128)
+
+
+def test_migration_0006_leaves_an_index_built_with_its_parameters_alone(
+    url: str, opened: list[PostgresIndex]
+) -> None:
+    """A database that holds a million vectors must not spend twenty minutes
+    building again the index it has."""
+    index = open_index(opened, url, postgres_server.tenant(), "hnsw")
+    sql = dict(schema.MIGRATIONS)["0006_hnsw"]
+    found = "SELECT relfilenode FROM pg_class WHERE relname = 'memstrata_vectors_hnsw'"
+    with index._db.transaction(index.tenant, "migrate again") as conn:  # noqa: SLF001
+        before = conn.execute(found).fetchone()
+        conn.execute(sql.encode())
+        assert conn.execute(found).fetchone() == before

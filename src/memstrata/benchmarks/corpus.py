@@ -41,6 +41,7 @@ __all__ = ["CLUSTERS", "DIM", "TURNS_PER_FILE", "Corpus", "Query"]
 DIM = 384
 CLUSTERS = 2000
 TURNS_PER_FILE = 200
+VECTOR_BLOCK = 2000
 SUBSPACE = 12
 ENTITIES = 50_000
 SPEAKERS = ["Dilnoza", "Sardor", "Aziz", "Malika", "Timur", "Olga", "Wei", "Lena", "Omar", "Nadia"]
@@ -84,7 +85,15 @@ class Corpus:
     # -- chunks ----------------------------------------------------------------------
 
     def chunks(self, start: int, stop: int) -> list[Chunk]:
-        """Chunks ``start`` .. ``stop - 1`` (their file and place follow from the number)."""
+        """Chunks ``start`` .. ``stop - 1`` (their file and place follow from the
+        number); each the same whatever the slice (made by whole files)."""
+        out: list[Chunk] = []
+        for first in range(start - start % TURNS_PER_FILE, stop, TURNS_PER_FILE):
+            made = self._file_chunks(first, min(first + TURNS_PER_FILE, self.count))
+            out += made[max(start - first, 0) : stop - first]
+        return out
+
+    def _file_chunks(self, start: int, stop: int) -> list[Chunk]:
         import numpy as np
 
         rng = np.random.default_rng((self.seed, start, stop))
@@ -148,8 +157,16 @@ class Corpus:
     # -- vectors ---------------------------------------------------------------------
 
     def vectors(self, start: int, stop: int) -> np.ndarray:
-        """The unit vectors of chunks ``start`` .. ``stop - 1`` (float32)."""
-        return self._draw(self._cluster_of[start:stop], (self.seed, 1, start, stop))
+        """The unit vectors of chunks ``start`` .. ``stop - 1`` (float32); each
+        the same whatever the slice (drawn by blocks of ``VECTOR_BLOCK``)."""
+        import numpy as np
+
+        parts = []
+        for first in range(start - start % VECTOR_BLOCK, stop, VECTOR_BLOCK):
+            end = min(first + VECTOR_BLOCK, self.count)
+            block = self._draw(self._cluster_of[first:end], (self.seed, 1, first, end))
+            parts.append(block[max(start - first, 0) : stop - first])
+        return np.concatenate(parts) if parts else np.empty((0, DIM), dtype=np.float32)
 
     def _draw(self, clusters: np.ndarray, key: tuple[int, ...]) -> np.ndarray:
         import numpy as np

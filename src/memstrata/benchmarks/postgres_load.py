@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..index.protocol import FileState, Index
+from ..postgres.schema import HNSW_EF_CONSTRUCTION, HNSW_M
 from . import pgserver
 from .corpus import DIM, TURNS_PER_FILE, Corpus
 
@@ -18,10 +19,10 @@ if TYPE_CHECKING:
 
     from ..postgres.index import PostgresIndex
 
-__all__ = ["HNSW", "MODEL", "embed_all", "load", "number", "sizes", "sql"]
+__all__ = ["HNSW", "MODEL", "embed_all", "load", "migrate_with", "number", "sizes", "sql"]
 
 MODEL = "synthetic-384"
-HNSW = {"m": 16, "ef_construction": 64}  # migration 0003's (pgvector's defaults)
+HNSW = {"m": HNSW_M, "ef_construction": HNSW_EF_CONSTRUCTION}  # the schema's (migration 0006)
 Log = Callable[[str], None]
 
 
@@ -36,6 +37,9 @@ def load(
     server: pgserver.Server,
     work_mem: str,
     log: Log,
+    *,
+    hnsw: dict[str, int] | None = None,
+    rebuild: bool = False,
 ) -> dict[str, Any]:
     """Chunks and vectors through the product's write path, then the HNSW
     index built (on a server the bench started; on another the index stays
@@ -60,12 +64,34 @@ def load(
         # a shared database's index is left alone: the load grows it a row at a time
         out["hnsw_dropped_for_load"] = own and _drop_hnsw(server.app)
         out.update(embed_all(index, corpus, missing, log))
+    if own and rebuild and not missing:
+        _drop_hnsw(server.app)
     if own and not _has_hnsw(server.app):
-        out["hnsw_build"] = _build_hnsw(server.app, work_mem, log)
+        out["hnsw_build"] = _build_hnsw(server.app, work_mem, log, hnsw or HNSW)
         began = time.perf_counter()
         _vacuum(server.app)
         out["vacuum_analyze_s"] = round(time.perf_counter() - began, 1)
+    found = sql(
+        server.app, ["SELECT indexdef FROM pg_indexes WHERE indexname = 'memstrata_vectors_hnsw'"]
+    )
+    out["hnsw_index"] = found[0][0][0] if found[0] else None
     return out
+
+
+def migrate_with(url: str, work_mem: str, log: Log) -> dict[str, Any]:
+    """The schema's pending migrations, run with ``maintenance_work_mem`` set
+    (0006 builds the HNSW index again on a database made before it)."""
+    import psycopg
+
+    from ..postgres.schema import migrate
+
+    began = time.perf_counter()
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f"SET maintenance_work_mem = '{work_mem}'".encode())
+        names = migrate(conn)
+    seconds = time.perf_counter() - began
+    log(f"migrations {names} in {seconds:.1f} s")
+    return {"names": names, "seconds": round(seconds, 1)}
 
 
 def number(ref: str | None) -> int:
@@ -130,10 +156,10 @@ def _drop_hnsw(url: str) -> bool:
     return had
 
 
-def _build_hnsw(url: str, work_mem: str, log: Log) -> dict[str, Any]:
+def _build_hnsw(url: str, work_mem: str, log: Log, hnsw: dict[str, int]) -> dict[str, Any]:
     import psycopg
 
-    log(f"building the HNSW index {HNSW}, maintenance_work_mem {work_mem}")
+    log(f"building the HNSW index {hnsw}, maintenance_work_mem {work_mem}")
     began = time.perf_counter()
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(f"SET maintenance_work_mem = '{work_mem}'".encode())
@@ -141,15 +167,15 @@ def _build_hnsw(url: str, work_mem: str, log: Log) -> dict[str, Any]:
         workers = row[0] if row else "?"
         conn.execute(
             "CREATE INDEX memstrata_vectors_hnsw ON memstrata_vectors USING hnsw "
-            f"(embedding vector_cosine_ops) WITH (m = {HNSW['m']}, "
-            f"ef_construction = {HNSW['ef_construction']})".encode()
+            f"(embedding vector_cosine_ops) WITH (m = {hnsw['m']}, "
+            f"ef_construction = {hnsw['ef_construction']})".encode()
         )
         size = conn.execute("SELECT pg_relation_size('memstrata_vectors_hnsw')").fetchone()
     seconds = time.perf_counter() - began
     log(f"HNSW built in {seconds:.0f} s")
     return {
         "seconds": round(seconds, 1),
-        **HNSW,
+        **hnsw,
         "maintenance_work_mem": work_mem,
         "max_parallel_maintenance_workers": workers,
         "index_mb": round(size[0] / 2**20) if size else None,

@@ -23,7 +23,9 @@ With no embedder it is BM25 alone (step 1 has one list), and the caller says so.
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -333,14 +335,36 @@ class CandidateSource(Protocol):
     """An index that finds a search's candidate lists itself (``postgres.index``:
     in SQL) instead of the RAM followers ``Lexical`` and ``Vectors``."""
 
+    def finds(self, vector: np.ndarray | None) -> tuple[bool, bool]:
+        """Whether ``candidates`` looks for the word list, and for the vector
+        list, of a search with this query vector (both False: it need not be
+        called)."""
+        ...
+
     def candidates(
         self, query: str, vector: np.ndarray | None, limit: int, filters: Filters
     ) -> tuple[Ranked | None, Ranked | None]:
         """The ``limit`` best chunks for the words of ``query`` and for
         likeness to ``vector`` (its embedding; None: no vector list) that
         ``filters`` accept, each list best first; None for a list: let the RAM
-        follower find it (a backend that cannot, or whose list came out short)."""
+        follower find it (a backend that cannot, or whose list came out short).
+        Called on a worker thread while the caller ranks in RAM what it does
+        not find: it must only read."""
         ...
+
+
+_WORKERS: ThreadPoolExecutor | None = None
+_WORKERS_LOCK = threading.Lock()
+
+
+def _in_background(call: Callable[[], tuple[Ranked | None, Ranked | None]]) -> Future[Any]:
+    """``call`` on a worker thread (the backend's query runs on the server
+    while this thread ranks BM25 in RAM: two cores, both busy)."""
+    global _WORKERS
+    with _WORKERS_LOCK:
+        if _WORKERS is None:
+            _WORKERS = ThreadPoolExecutor(max_workers=8, thread_name_prefix="memstrata-sql")
+    return _WORKERS.submit(call)
 
 
 def hybrid(
@@ -363,9 +387,17 @@ def hybrid(
     vector = None
     if embed is not None and vectors is not None and index.vectors and weights.vector:
         vector = embed(query)
-    found, near = (None, None)
-    if isinstance(index, CandidateSource):  # lists from the backend (SQL), None: from RAM
-        found, near = index.candidates(query, vector, wide, filters)
+    found: Ranked | None = None
+    near: Ranked | None = None
+    finds = index.finds(vector) if isinstance(index, CandidateSource) else (False, False)
+    if any(finds):  # lists from the backend (SQL) while BM25 ranks in RAM; None: from RAM
+        assert isinstance(index, CandidateSource)
+        source = index
+        pending = _in_background(lambda: source.candidates(query, vector, wide, filters))
+        if not finds[0]:
+            found = lexical.top(index, stemmed(terms), wide, k1=weights.k1, b=weights.b)
+        words_found, near = pending.result()
+        found = words_found if found is None else found
     if found is None:
         found = lexical.top(index, stemmed(terms), wide, k1=weights.k1, b=weights.b)
     words = [(cid, score) for cid, score in found if cid in chunks and filters.accept(chunks[cid])]

@@ -229,12 +229,21 @@ class BM25:
         if not touched:
             return []
         scores *= np.frombuffer(self._live, dtype=np.float32)
-        return self._best(scores, min(limit, touched))
+        return self._best(scores, min(limit, touched), sparse=touched * 2 < count)
 
-    def _best(self, scores: np.ndarray, limit: int) -> list[tuple[int, float]]:
+    def _best(
+        self, scores: np.ndarray, limit: int, *, sparse: bool = False
+    ) -> list[tuple[int, float]]:
+        """The ``limit`` best rows; ``sparse``: few rows scored, so choose among
+        those (a partition of a million scores costs ~7 ms on two cores)."""
         import numpy as np
 
-        if limit < len(scores):
+        rows = np.flatnonzero(scores) if sparse else None
+        if rows is not None and limit >= len(rows):
+            best = rows
+        elif rows is not None:
+            best = rows[np.argpartition(-scores[rows], limit - 1)[:limit]]
+        elif limit < len(scores):
             best = np.argpartition(-scores, limit - 1)[:limit]
         else:
             best = np.arange(len(scores))

@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import InvalidInput
 from ..index.chunks import Chunk
+from ..index.hybrid import Filters
 from ..index.mirror import FileState, Followed, Mirror
 from ..index.protocol import IndexStatus, Stale
 from ..index.schema import CHUNK_COLUMNS, chunk_values, row_chunk
@@ -59,7 +60,7 @@ from .schema import VECTOR_DIM
 if TYPE_CHECKING:
     import numpy as np
 
-    from ..index.hybrid import Filters, Ranked
+    from ..index.hybrid import Ranked
     from .connect import Connection
 
 __all__ = ["PostgresIndex"]
@@ -70,6 +71,7 @@ KEEP_CHANGES = 50_000
 SEARCH_MODES = {"mirror": (False, False), "sql": (True, True), "hnsw": (False, True)}
 DEFAULT_SEARCH = "mirror"
 DEFAULT_EF_SEARCH = 100
+_UNFILTERED = Filters(include_superseded=True)
 # Below this many vectors a tenant's vector list comes from the RAM matrix in
 # every mode: it is exact there and about as fast as the HNSW index.
 ANN_ABOVE = 20_000
@@ -381,31 +383,49 @@ class PostgresIndex(Mirror):
 
     # -- reads ---------------------------------------------------------------------
 
-    def candidates(
-        self, query: str, vector: np.ndarray | None, limit: int, filters: Filters
-    ) -> tuple[Ranked | None, Ranked | None]:
-        """A search's candidate lists from SQL, as ``search`` says (None: from
-        the RAM followers; see ``index.hybrid.CandidateSource``)."""
+    def finds(self, vector: np.ndarray | None) -> tuple[bool, bool]:
+        """Which lists of a search ``candidates`` finds in SQL: (words, vectors)."""
         in_sql, vectors_in_sql = SEARCH_MODES[self.search]
-        vectors_in_sql = (
+        return in_sql, (
             vectors_in_sql
             and vector is not None
             and vector.shape == (VECTOR_DIM,)
             and len(self.vectors) > self.ann_above
         )
+
+    def candidates(
+        self, query: str, vector: np.ndarray | None, limit: int, filters: Filters
+    ) -> tuple[Ranked | None, Ranked | None]:
+        """A search's candidate lists from SQL, as ``search`` says (None: from
+        the RAM followers; see ``index.hybrid.CandidateSource``)."""
+        in_sql, vectors_in_sql = self.finds(vector)
         if not (in_sql or vectors_in_sql):
             return None, None
-        words: Ranked | None = None
-        near: list[tuple[int, float]] | None = None
-        ask = limit + limit // 4  # room for what only RAM checks (the time window)
+        words = near = None
         with self._db.transaction(self.tenant, "search the index") as conn:
             if in_sql:
                 words = candidates.word_rows(conn, query, limit, filters)
             if vectors_in_sql:
                 assert vector is not None
                 candidates.settings(conn, self.ef_search)
-                near = candidates.nearest_rows(conn, vector, ask, filters)
-        return words, (None if near is None else self._kept(near, ask, limit, filters))
+                near = self._nearest(conn, vector, limit, filters)
+        return words, near
+
+    def _nearest(
+        self, conn: Connection, vector: np.ndarray, limit: int, filters: Filters
+    ) -> Ranked | None:
+        """The vector list from the HNSW index: first the index alone, its rows
+        checked against ``filters`` here, on the mirror (a join to the chunks
+        in SQL costs as much again as the index scan); when they left too few,
+        again with the filters in SQL (the iterative scan goes on past the rows
+        they drop). None: leave it to the RAM matrix."""
+        ask = limit + limit // 4  # room for what only RAM checks (the time window)
+        for where in dict.fromkeys((_UNFILTERED, filters)):
+            near = candidates.nearest_rows(conn, vector, ask, where)
+            kept = self._kept(near, ask, limit, filters)
+            if kept is not None or len(near) < ask:  # found, or the tenant has no more
+                return kept
+        return None
 
     def _kept(
         self, near: list[tuple[int, float]], ask: int, limit: int, filters: Filters
