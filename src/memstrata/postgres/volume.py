@@ -205,28 +205,25 @@ class PostgresVolume:
 
     # -- statements ------------------------------------------------------------------
 
-    def _write(self, conn: Connection, rel: str, data: bytes) -> None:
-        params = {
+    def _params(self, rel: str, data: bytes) -> dict[str, object]:
+        """The parameters of a statement that puts ``data`` at ``rel``."""
+        return {
             "tenant": self.tenant,
             "path": rel,
             "data": data,
             "size": len(data),
             "ended": data.endswith(b"\n"),
         }
-        conn.execute(_WRITE, params)
+
+    def _write(self, conn: Connection, rel: str, data: bytes) -> None:
+        conn.execute(_WRITE, self._params(rel, data))
 
     def _create(self, conn: Connection, rel: str, data: bytes) -> bool:
         params = (self.tenant, rel, data, len(data), data.endswith(b"\n"))
         return conn.execute(_CREATE, params).rowcount > 0
 
     def _add(self, conn: Connection, rel: str, data: bytes, *, fold: bool) -> None:
-        params = {
-            "tenant": self.tenant,
-            "path": rel,
-            "data": data,
-            "size": len(data),
-            "ended": data.endswith(b"\n"),
-        }
+        params = self._params(rel, data)
         if fold:
             conn.execute(_FOLD, params)
             conn.execute("DELETE FROM memstrata_volume_parts WHERE path = %s", (rel,))

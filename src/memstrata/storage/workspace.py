@@ -38,7 +38,7 @@ SNAPSHOT = "memory/LTM_SNAPSHOT.json"
 LTM_AUDIT = "memory/LTM_AUDIT.jsonl"
 LESSONS = "memory/LESSONS.jsonl"
 LESSONS_AUDIT = "memory/LESSONS_AUDIT.jsonl"
-DOCS_AUDIT = "memory/DOCS_AUDIT.jsonl"
+DOCS_AUDIT = "memory/DOCS_AUDIT.jsonl"  # what journaled file changes did, without their text
 
 GROUP_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,62}")
 
@@ -103,7 +103,7 @@ class Workspace:
 
     @property
     def memory_md(self) -> Path:
-        return self.path / "MEMORY.md"
+        return self.path / MEMORY_MD
 
     @property
     def system(self) -> Path:
@@ -123,37 +123,16 @@ class Workspace:
 
     @property
     def snapshot(self) -> Path:
-        return self.path / "memory" / "LTM_SNAPSHOT.json"
-
-    @property
-    def audit(self) -> Path:
-        return self.path / "memory" / "LTM_AUDIT.jsonl"
+        return self.path / SNAPSHOT
 
     @property
     def lessons(self) -> Path:
-        return self.path / "memory" / "LESSONS.jsonl"
-
-    @property
-    def lessons_audit(self) -> Path:
-        return self.path / "memory" / "LESSONS_AUDIT.jsonl"
-
-    @property
-    def documents_audit(self) -> Path:
-        """What the journaled file changes (``store.docs``) did, without their text."""
-        return self.path / "memory" / "DOCS_AUDIT.jsonl"
+        return self.path / LESSONS
 
     @property
     def rules(self) -> Path:
         """Workspace capture rule packs (``*.toml``), added to the built-in ones."""
         return self.path / "rules"
-
-    @property
-    def config(self) -> Path:
-        return self.path / "memstrata.toml"
-
-    def session_state(self, session: str | None) -> Path:
-        """SESSION-STATE.md of ``session``: the root one for no session."""
-        return self.path / self.session_state_rel(session)
 
     @staticmethod
     def session_state_rel(session: str | None) -> str:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -45,6 +46,7 @@ from ..storage.workspace import Workspace
 __all__ = ["TOOLS", "Answer", "GroupTools", "answer", "anthropic_tools", "dispatch", "openai_tools"]
 
 MAX_LINES = 400
+GLOBAL_RECHECK_SECONDS = 10.0  # how long a database's missing global group is believed
 NOWHERE = "/dev/null/memstrata"  # the groups' "folder" when they are tenants of a database
 
 TOOLS: dict[str, dict[str, Any]] = {
@@ -312,6 +314,7 @@ class GroupTools:
         self._settings = settings
         self._open: dict[str, Memory] = {}
         self._lock = threading.Lock()
+        self._no_global_until = 0.0  # (a database) global was missing: look again then
 
     def adopt(self, memory: Memory) -> None:
         """Use the already open ``memory`` for its group (a server's own)."""
@@ -339,9 +342,15 @@ class GroupTools:
         """Whether the ``global`` group exists (non-main searches look there too)."""
         if self.url is None:
             return (self.groups.root / "groups" / GLOBAL).is_dir()
+        if GLOBAL in self._open:
+            return True
+        # On a database, finding out is opening it: not on every search of every group.
+        if time.monotonic() < self._no_global_until:
+            return False
         try:
-            self.memory(GLOBAL) if GLOBAL in self._open else self._open_existing(GLOBAL)
+            self._open_existing(GLOBAL)
         except NotFound:
+            self._no_global_until = time.monotonic() + GLOBAL_RECHECK_SECONDS
             return False
         return True
 
