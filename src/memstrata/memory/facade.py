@@ -142,7 +142,8 @@ class Memory:
                 init_workspace(workspace)
             else:
                 workspace.require()
-            rules = load_rules(extra_packs=_rule_packs(workspace))
+            packs = _rule_packs(workspace)  # none: the built-in rules, compiled once
+            rules = load_rules(extra_packs=packs) if packs else None
         except BaseException:
             if remote is not None:
                 remote.close()

@@ -42,10 +42,10 @@ import errno
 import os
 import stat
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from ..errors import InvalidInput
 from .files import (
@@ -55,6 +55,8 @@ from .files import (
     create_new,
     exchange,
     fsync_dir,
+    last_json_object,
+    last_jsonl_record,
     stage,
 )
 
@@ -66,6 +68,8 @@ __all__ = [
     "Volume",
     "clean_prefix",
     "clean_rel",
+    "cut_torn_tail",
+    "last_record",
     "settled",
     "settled_bytes",
 ]
@@ -120,6 +124,32 @@ class Volume(Protocol):
     def swap(self, rel: str, data: bytes, expect: Stat | None) -> Swapped: ...
 
     def list(self, prefix: str = "") -> list[tuple[str, Stat]]: ...
+
+
+def last_record(
+    volume: Volume, rel: str, on_torn: Callable[[bytes], object]
+) -> dict[str, Any] | None:
+    """The last JSON object line of the JSONL file ``rel`` (None: none). On a
+    folder only the file's end is read; a torn last line (a writer died
+    mid-append) is handed to ``on_torn`` and cut off (elsewhere the whole
+    file is read, torn tail cut the same way)."""
+    local = volume.local
+    if local is not None:
+        return last_jsonl_record(local / clean_rel(rel), on_torn)
+    return last_json_object(cut_torn_tail(volume, rel, on_torn))
+
+
+def cut_torn_tail(volume: Volume, rel: str, on_torn: Callable[[bytes], object]) -> bytes:
+    """The bytes of file ``rel`` without a torn last line (no line break: a
+    writer died mid-append), which is handed to ``on_torn`` and cut off (the
+    file rewritten without it), so it is never parsed as a record."""
+    data = volume.read(rel) or b""
+    end = data.rfind(b"\n") + 1
+    if end < len(data):
+        on_torn(data[end:])
+        data = data[:end]
+        volume.write(rel, data)
+    return data
 
 
 def clean_rel(rel: str) -> str:

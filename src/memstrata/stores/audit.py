@@ -15,9 +15,8 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..storage.files import last_json_object, last_jsonl_record
 from ..storage.journal import Record
-from ..storage.volume import Volume
+from ..storage.volume import Volume, last_record
 
 __all__ = ["append_new", "last_lsn"]
 
@@ -44,9 +43,5 @@ def append_new(
 
 def last_lsn(volume: Volume, rel: str, on_torn: Callable[[bytes], object]) -> int:
     """The lsn of the last line of the log at ``rel`` (0: none)."""
-    local = volume.local
-    if local is not None:
-        last = last_jsonl_record(local / rel, on_torn)
-    else:
-        last = last_json_object(volume.read(rel) or b"")
+    last = last_record(volume, rel, on_torn)
     return int(last.get("lsn", 0)) if last else 0

@@ -44,8 +44,7 @@ from typing import Any
 
 from ..errors import InvalidInput
 from ..model import now, parse_time_or_none
-from ..storage.files import last_json_object
-from ..storage.volume import Stat, Volume
+from ..storage.volume import Stat, Volume, cut_torn_tail, last_record
 from ..storage.workspace import Workspace, session_stem
 
 __all__ = [
@@ -298,30 +297,18 @@ def jsonl_lines(records: Iterable[Mapping[str, Any]]) -> bytes:
 def last_seq(workspace: Workspace, session: str, quarantine: Quarantine) -> int:
     """The seq of the session's last turn (0 for none); a torn tail is quarantined."""
     rel = transcript_rel(session)
-    data = cut_torn_tail(workspace.volume, rel, quarantine)
-    record = last_json_object(data)
+    torn = "torn last line"
+    record = last_record(workspace.volume, rel, lambda data: quarantine(rel, data, torn))
     if record is None:
         return 0
     seq = record.get("seq")
     if record.get("kind") != "meta" and isinstance(seq, int) and not isinstance(seq, bool):
-        return seq
+        return seq  # the common case: only the file's end was read
     # A transcript whose turns were all archived ends in its metadata record:
     # the seqs go on from the last archived one, never from 1 again.
+    data = cut_torn_tail(workspace.volume, rel, lambda data: quarantine(rel, data, torn))
     turns = _turns_of(_records_of(data))
     return max([archived_seq(_meta_of(data)), *(turn.seq for turn in turns)])
-
-
-def cut_torn_tail(volume: Volume, rel: str, quarantine: Quarantine) -> bytes:
-    """The bytes of file ``rel`` without a torn last line (no line break: a
-    writer died mid-append), which is handed to the quarantine and cut off
-    (the file rewritten without it), so it is never parsed as a record."""
-    data = volume.read(rel) or b""
-    end = data.rfind(b"\n") + 1
-    if end < len(data):
-        quarantine(rel, data[end:], "torn last line")
-        data = data[:end]
-        volume.write(rel, data)
-    return data
 
 
 def archived_seq(meta: Mapping[str, Any]) -> int:
