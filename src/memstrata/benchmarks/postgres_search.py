@@ -375,7 +375,7 @@ def _tenants(
     lexical.warm(index)
     out["search_default"], _ = _timed_search(index, model, asked, vectors, lexical, matrix)
     out["search_default"]["ann_above"] = index.ann_above  # below it: the RAM matrix
-    index.ann_above = 0  # what the HNSW index would give this tenant
+    index.ann_above, index.ann_share = 0, 0.0  # what the HNSW index would give this tenant
     fallbacks = 0
     for vector in vectors:
         _, near = index.candidates("x", vector, 200, FILTERS)
