@@ -37,8 +37,10 @@ def opened() -> Iterator[list[PostgresIndex]]:
         handle.close()
 
 
-def open_index(opened: list[PostgresIndex], url: str, tenant: str, search: str) -> PostgresIndex:
-    index = PostgresIndex(url, tenant, search=search, ann_above=0)  # HNSW at any size
+def open_index(
+    opened: list[PostgresIndex], url: str, tenant: str, search: str, share: float = 0.0
+) -> PostgresIndex:
+    index = PostgresIndex(url, tenant, search=search, ann_above=0, ann_share=share)  # any size
     opened.append(index)
     return index
 
@@ -276,3 +278,23 @@ def test_migration_0006_leaves_an_index_built_with_its_parameters_alone(
         before = conn.execute(found).fetchone()
         conn.execute(sql.encode())
         assert conn.execute(found).fetchone() == before
+
+
+def test_a_tenant_with_a_small_share_of_the_index_searches_its_vectors_in_ram(
+    url: str, opened: list[PostgresIndex]
+) -> None:
+    """The index holds every tenant's vectors: one with a few percent of them
+    would have pgvector scan through the others' for nothing."""
+    rng = np.random.default_rng(7)
+    big = open_index(opened, url, postgres_server.tenant("big"), "hnsw", share=0.05)
+    fill(big, unit(rng, 3000))
+    small = open_index(opened, url, postgres_server.tenant("small"), "hnsw", share=0.05)
+    fill(small, unit(rng, 60))
+    with small._db.transaction(small.tenant, "analyze") as conn:  # noqa: SLF001
+        conn.execute("ANALYZE memstrata_vectors")
+    big._all_vectors = small._all_vectors = (-1.0, -1e9)  # noqa: SLF001 - read again now
+    query = unit(rng, 1)[0]
+    assert small.finds(query) == (False, False)
+    assert big.finds(query) == (False, True)
+    _, near = small.candidates("tea", query, 6, Filters())
+    assert near is None  # the RAM matrix's

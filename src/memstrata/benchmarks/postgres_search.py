@@ -59,6 +59,7 @@ __all__ = ["run"]
 
 FILTERS = Filters(layers=DEFAULT_LAYERS)  # what Memory.search looks in by default
 SQL_QUERIES = 50  # of the "sql" mode: a second a search at a million chunks
+WRITTEN = "sessions/load-"  # the files the concurrency phase writes
 Log = Callable[[str], None]
 
 
@@ -113,6 +114,7 @@ def run(
         if server.admin is not None:  # our server: migrate with room to build the index
             report["migrated"] = migrate_with(server.app, maintenance_work_mem, log)
         index = _open(server.app, f"bench-{items}", log)
+        _forget_written(index)  # what an interrupted run wrote
         report["load"] = load(index, corpus, 0, items, server, maintenance_work_mem, log,
                               hnsw=hnsw, rebuild=rebuild_hnsw)  # fmt: skip
         report["sizes"] = sizes(server.app)
@@ -373,7 +375,7 @@ def _tenants(
     lexical.warm(index)
     out["search_default"], _ = _timed_search(index, model, asked, vectors, lexical, matrix)
     out["search_default"]["ann_above"] = index.ann_above  # below it: the RAM matrix
-    index.ann_above = 0  # what the HNSW index would give this tenant
+    index.ann_above, index.ann_share = 0, 0.0  # what the HNSW index would give this tenant
     fallbacks = 0
     for vector in vectors:
         _, near = index.candidates("x", vector, 200, FILTERS)
@@ -421,6 +423,7 @@ def _concurrency(
     errors: list[str] = []
     stop = time.monotonic() + seconds
     fresh = corpus.chunks(0, 5)
+    drawn = corpus.vectors(0, 5)  # a written chunk's vector: one like the corpus's
 
     def client(number: int) -> None:
         rng = random.Random(number)
@@ -430,10 +433,10 @@ def _concurrency(
             try:
                 if rng.random() < 0.2:
                     kind = "write"
-                    path = f"sessions/load-{number}-{written}.jsonl"
+                    path = f"{WRITTEN}{number}-{written}.jsonl"
                     chunks = [dataclasses.replace(c, path=path) for c in fresh]
                     ids = index.replace(path, chunks, FileState(5, 0, path))
-                    index.set_vectors(MODEL, {cid: vectors[n % len(vectors)].tobytes()
+                    index.set_vectors(MODEL, {cid: drawn[n].tobytes()
                                               for n, cid in enumerate(ids)})  # fmt: skip
                     written += 1
                 else:
@@ -456,6 +459,7 @@ def _concurrency(
         thread.join()
     elapsed = time.perf_counter() - began
     index.search = "mirror"
+    _forget_written(index)
     out = {
         "clients": clients,
         "mode": mode,
@@ -470,6 +474,13 @@ def _concurrency(
     }
     log(f"concurrency: {out}")
     return out
+
+
+def _forget_written(index: PostgresIndex) -> None:
+    """Take the concurrency phase's files out again (a kept server stays as loaded)."""
+    with index.transaction():
+        for path in [path for path in index.files if path.startswith(WRITTEN)]:
+            index.replace(path, [], None)
 
 
 def _fixed(model: Any, vector: np.ndarray) -> Callable[[str], np.ndarray]:

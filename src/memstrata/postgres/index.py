@@ -33,9 +33,10 @@ dimensions), ``memstrata_changes`` (the change log its triggers write) and
   both in SQL (``candidates``: ``tsv`` and ``ts_rank_cd``, HNSW);
   ``"hnsw"`` the vector list only (BM25 stays in RAM). Vectors come from
   SQL only for a tenant with more than ``ann_above`` of them (below, the RAM
-  matrix is exact and as fast); a vector list from SQL that comes out short
-  (a filter left fewer than asked within ``hnsw.max_scan_tuples``, or the
-  tenant holds fewer) is left to the RAM matrix, which is exact.
+  matrix is exact and as fast) and ``ann_share`` of every tenant's; a
+  vector list from SQL that comes out short (a filter left fewer than asked
+  within ``hnsw.max_scan_tuples``, or the tenant holds fewer) is left to the
+  RAM matrix, which is exact.
   ``docs/postgres.md`` has the measurements behind ``DEFAULT_SEARCH``,
   ``DEFAULT_EF_SEARCH`` and ``ANN_ABOVE``.
 """
@@ -44,6 +45,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -68,13 +70,23 @@ __all__ = ["PostgresIndex"]
 # Entries of a tenant's change log kept; a reader further behind loads everything again.
 KEEP_CHANGES = 50_000
 # Where a search's candidate lists come from: (words in SQL, vectors in SQL).
+# The default: words by the RAM BM25 (ts_rank_cd in SQL took 1.4 s at a
+# million chunks and lost 9 points of LoCoMo recall@10), vectors by HNSW
+# above ANN_ABOVE (a search at 1M: 24 ms p50 against 48 ms from RAM).
 SEARCH_MODES = {"mirror": (False, False), "sql": (True, True), "hnsw": (False, True)}
-DEFAULT_SEARCH = "mirror"
+DEFAULT_SEARCH = "hnsw"
 DEFAULT_EF_SEARCH = 100
 _UNFILTERED = Filters(include_superseded=True)
 # Below this many vectors a tenant's vector list comes from the RAM matrix in
-# every mode: it is exact there and about as fast as the HNSW index.
-ANN_ABOVE = 20_000
+# every mode: it is exact there, and faster (a search beyond its embedding at
+# 100k: 14 ms from RAM, 24 ms with HNSW; at 300k: ~33 against 22).
+ANN_ABOVE = 150_000
+# ... and only for a tenant holding at least this share of every tenant's
+# vectors: the index is one for all tenants, and the policy drops the others'
+# rows after it; a tenant with 1 % of a million found its 250 nearest within
+# pgvector's hnsw.max_scan_tuples in none of 100 searches (docs/postgres.md).
+ANN_SHARE = 0.05
+SHARE_SECONDS = 60.0  # how often the table's size is read again
 MAX_EF_SEARCH = 1000  # pgvector's limit
 _COLUMNS = CHUNK_COLUMNS.encode()
 _INSERT = (
@@ -96,6 +108,7 @@ class PostgresIndex(Mirror):
         search: str = DEFAULT_SEARCH,
         ef_search: int = DEFAULT_EF_SEARCH,
         ann_above: int = ANN_ABOVE,
+        ann_share: float = ANN_SHARE,
     ) -> None:
         super().__init__()
         if search not in SEARCH_MODES:
@@ -105,6 +118,8 @@ class PostgresIndex(Mirror):
         self.search = search
         self.ef_search = ef_search
         self.ann_above = ann_above
+        self.ann_share = ann_share
+        self._all_vectors = (-1.0, -SHARE_SECONDS)  # (rows of every tenant, when read)
         self.tenant = check_tenant(tenant)
         self.lock = threading.RLock()
         self._owned = isinstance(url, str)
@@ -391,7 +406,25 @@ class PostgresIndex(Mirror):
             and vector is not None
             and vector.shape == (VECTOR_DIM,)
             and len(self.vectors) > self.ann_above
+            and self._share_enough()
         )
+
+    def _share_enough(self) -> bool:
+        """Whether this tenant holds ``ann_share`` of every tenant's vectors
+        (the planner's estimate, read at most every ``SHARE_SECONDS``; unknown
+        before the table was first analyzed: yes)."""
+        rows, read_at = self._all_vectors
+        if self.ann_share <= 0:
+            return True
+        if time.monotonic() - read_at >= SHARE_SECONDS:
+            with self._db.transaction(self.tenant, "measure the vector table") as conn:
+                row = conn.execute(  # the index's entries: vectors of 384 dimensions
+                    "SELECT reltuples FROM pg_class "
+                    "WHERE oid = to_regclass('memstrata_vectors_hnsw')"
+                ).fetchone()
+            rows = float(row[0]) if row else -1.0
+            self._all_vectors = (rows, time.monotonic())
+        return rows <= 0 or len(self.vectors) >= self.ann_share * rows
 
     def candidates(
         self, query: str, vector: np.ndarray | None, limit: int, filters: Filters
