@@ -5,6 +5,7 @@ policy not costing recall, and a short list left to RAM."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 
 import numpy as np
@@ -12,6 +13,7 @@ import pytest
 
 import postgres_server
 from memstrata.errors import InvalidInput
+from memstrata.index import hybrid as hybrid_module
 from memstrata.index.chunks import Chunk
 from memstrata.index.hybrid import Filters, Hit, Vectors, Weights, hybrid
 from memstrata.index.lexical import Lexical
@@ -298,3 +300,47 @@ def test_a_tenant_with_a_small_share_of_the_index_searches_its_vectors_in_ram(
     assert big.finds(query) == (False, True)
     _, near = small.candidates("tea", query, 6, Filters())
     assert near is None  # the RAM matrix's
+
+
+@pytest.mark.parametrize("mode", ["mirror", "hnsw", "sql"])
+def test_bm25_ranked_while_the_query_is_embedded_gives_the_same_hits(
+    url: str, opened: list[PostgresIndex], monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    """Above OVERLAP_ABOVE chunks BM25 ranks on a worker thread during the
+    query's embedding (and the SQL list is then asked on this thread): the
+    hits are those of the serial order, in every mode."""
+    rng = np.random.default_rng(3)
+    index = open_index(opened, url, postgres_server.tenant(), mode)
+    fill(index, unit(rng, 120))
+    embedded: list[str] = []
+    ranked_on: list[str] = []
+    top = Lexical.top
+
+    def spied(self: Lexical, *args: object, **kwargs: object) -> object:
+        ranked_on.append(threading.current_thread().name)
+        return top(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Lexical, "top", spied)
+
+    def run(overlap_above: int, query: str, vector: np.ndarray) -> list[tuple[str, float]]:
+        monkeypatch.setattr(hybrid_module, "OVERLAP_ABOVE", overlap_above)
+
+        def embed(text: str) -> np.ndarray:
+            embedded.append(text)
+            return vector
+
+        hits = hybrid(index, query, 5, Filters(), lexical=Lexical(), embed=embed,
+                      vectors=Vectors(), weights=SMALL)  # fmt: skip
+        return [(hit.citation, hit.score) for hit in hits]
+
+    for n, vector in enumerate(unit(rng, 6)):
+        query = f"cake number{n * 7}"
+        serial, overlapped = run(10**9, query, vector), run(0, query, vector)
+        assert [c for c, _ in overlapped] == [c for c, _ in serial]
+        assert [s for _, s in overlapped] == pytest.approx([s for _, s in serial])
+    assert len(embedded) == 12  # both orders embedded every query
+    on_workers = [name.startswith("memstrata-sql") for name in ranked_on]
+    if mode == "sql":  # words from SQL: no BM25 in RAM to overlap
+        assert ranked_on == []
+    else:  # serial: here; overlapped: on a worker
+        assert on_workers == [False, True] * 6

@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 from ..errors import InvalidInput
 from .chunks import Chunk
@@ -43,6 +43,10 @@ if TYPE_CHECKING:
 __all__ = ["CandidateSource", "Filters", "Hit", "Ranked", "Vectors", "Weights", "hybrid"]
 
 RRF_K = 60
+# From this many chunks BM25 ranks on a worker while the query is embedded
+# (below, the thread's hand-over costs about what BM25 does).
+OVERLAP_ABOVE = 20_000
+_T = TypeVar("_T")
 _HOW_MANY = re.compile(r"^\s*how (?:many|much|often|long)\b", re.I)
 _WHERE = re.compile(r"^\s*where\b", re.I)
 _WHO = re.compile(r"^\s*(?:who|whom|whose)\b", re.I)
@@ -357,9 +361,9 @@ _WORKERS: ThreadPoolExecutor | None = None
 _WORKERS_LOCK = threading.Lock()
 
 
-def _in_background(call: Callable[[], tuple[Ranked | None, Ranked | None]]) -> Future[Any]:
-    """``call`` on a worker thread (the backend's query runs on the server
-    while this thread ranks BM25 in RAM: two cores, both busy)."""
+def _in_background(call: Callable[[], _T]) -> Future[_T]:
+    """``call`` on a worker thread (BM25 ranks in RAM while the query is
+    embedded or the backend's query runs on the server: two cores, both busy)."""
     global _WORKERS
     with _WORKERS_LOCK:
         if _WORKERS is None:
@@ -384,22 +388,30 @@ def hybrid(
     chunks = index.chunks
     wide = max(weights.candidates, 4 * k)
     terms = query_terms(query)
-    vector = None
-    if embed is not None and vectors is not None and index.vectors and weights.vector:
-        vector = embed(query)
+
+    def bm25() -> Ranked:
+        return lexical.top(index, stemmed(terms), wide, k1=weights.k1, b=weights.b)
+
+    source = index if isinstance(index, CandidateSource) else None
+    embedding = embed is not None and vectors is not None and bool(index.vectors) and weights.vector
+    early: Future[Ranked] | None = None
+    if embedding and len(chunks) >= OVERLAP_ABOVE and not (source and source.finds(None)[0]):
+        early = _in_background(bm25)  # BM25 ranks while the query is embedded
+    vector = embed(query) if embedding and embed is not None else None
     found: Ranked | None = None
     near: Ranked | None = None
-    finds = index.finds(vector) if isinstance(index, CandidateSource) else (False, False)
-    if any(finds):  # lists from the backend (SQL) while BM25 ranks in RAM; None: from RAM
-        assert isinstance(index, CandidateSource)
-        source = index
-        pending = _in_background(lambda: source.candidates(query, vector, wide, filters))
-        if not finds[0]:
-            found = lexical.top(index, stemmed(terms), wide, k1=weights.k1, b=weights.b)
-        words_found, near = pending.result()
-        found = words_found if found is None else found
+    finds = source.finds(vector) if source is not None else (False, False)
+    if source is not None and any(finds):  # lists from the backend (SQL); None: from RAM
+        if early is not None or finds[0]:  # nothing left to rank here: ask on this thread
+            found, near = source.candidates(query, vector, wide, filters)
+        else:  # SQL on a worker while BM25 ranks here
+            pending = _in_background(lambda: source.candidates(query, vector, wide, filters))
+            found = bm25()
+            near = pending.result()[1]
+    if early is not None:
+        found = early.result()
     if found is None:
-        found = lexical.top(index, stemmed(terms), wide, k1=weights.k1, b=weights.b)
+        found = bm25()
     words = [(cid, score) for cid, score in found if cid in chunks and filters.accept(chunks[cid])]
     nearest: list[tuple[int, float]] = []
     if vector is not None and near is not None:
