@@ -25,6 +25,7 @@ the core, working, semantic and notebook layers, status (``TOOL_NAMES``).
 
 from __future__ import annotations
 
+from copy import deepcopy
 from typing import Any
 
 from .calls import BY_NAME, SPECS, WRITES, Answer, answer, call, dispatch
@@ -58,14 +59,14 @@ TOOLS: dict[str, dict[str, Any]] = {
 
 
 def openai_tools() -> list[dict[str, Any]]:
-    """The tools in OpenAI's function-calling format."""
+    """The tools in OpenAI's function-calling format (a copy: yours to change)."""
     return [
         {
             "type": "function",
             "function": {
                 "name": spec.name,
                 "description": spec.description,
-                "parameters": spec.parameters,
+                "parameters": deepcopy(spec.parameters),
             },
         }
         for spec in SPECS
@@ -73,8 +74,12 @@ def openai_tools() -> list[dict[str, Any]]:
 
 
 def anthropic_tools() -> list[dict[str, Any]]:
-    """The tools in Anthropic's tool-use format."""
+    """The tools in Anthropic's tool-use format (a copy: yours to change)."""
     return [
-        {"name": spec.name, "description": spec.description, "input_schema": spec.parameters}
+        {
+            "name": spec.name,
+            "description": spec.description,
+            "input_schema": deepcopy(spec.parameters),
+        }
         for spec in SPECS
     ]

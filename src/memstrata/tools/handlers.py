@@ -18,7 +18,8 @@ from collections.abc import Callable, Mapping
 from datetime import timedelta
 from typing import Any
 
-from ..errors import InvalidInput
+from ..errors import InvalidInput, NotFound
+from ..index.hybrid import Hit
 from ..memory import Memory
 from ..model import Item, now
 from ..storage.access import resolve_rel
@@ -38,7 +39,7 @@ def fact(item: Item) -> dict[str, Any]:
     return {**item.to_dict(), "user": item.user}
 
 
-def hit(found: Any) -> dict[str, Any]:
+def hit(found: Hit) -> dict[str, Any]:
     """A search hit as the tools give it (``HIT``): its id first."""
     return {
         "id": found.ref or found.citation,
@@ -99,7 +100,7 @@ def _get(memory: Memory, args: Mapping[str, Any]) -> dict[str, Any]:
     with storage_errors(f"read {requested}"):
         data = volume.read(rel)
     if data is None:
-        raise InvalidInput(f"{requested} does not exist")
+        raise NotFound(f"{requested} does not exist")
     every = data.decode("utf-8", "replace").splitlines()
     chosen = every[first - 1 : first - 1 + count]
     return {
