@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 mcp = pytest.importorskip("mcp", reason="the mcp extra is not installed")
 jsonschema = pytest.importorskip("jsonschema", reason="the mcp SDK's jsonschema is missing")
@@ -356,3 +358,57 @@ def test_every_tool_over_streamable_http(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         proc.communicate(timeout=30)
+
+
+# -- groups and hostile arguments ----------------------------------------------------------
+
+
+def test_every_write_tool_is_refused_on_global_for_a_non_main_group(tmp_path: Path) -> None:
+    from memstrata.tools import GroupTools
+
+    root = tmp_path / "root"
+    for group in ("a", "global"):
+        with Memory.open(root, group, embedder="none"):
+            pass
+    tools = GroupTools(root, "main", embedder="none")
+    try:
+        for name, good, _ in CALLS:
+            arguments = {**_filled(good, {"fact": "x", "note": "x"}), "group": "global"}
+            text = tools.dispatch(name, arguments, group="a")
+            if name in WRITES:
+                assert text.startswith("Error: group 'a' may not write group 'global'"), name
+            else:
+                assert "may not" not in text, (name, text)
+    finally:
+        tools.close()
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**40), 2**40) | st.text(max_size=30),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner),
+    max_leaves=6,
+)
+
+
+@st.composite
+def _arguments(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
+    spec = draw(st.sampled_from(SPECS))
+    keys = [*spec.properties, "from", ""]
+    chosen = draw(st.lists(st.sampled_from(keys), max_size=4, unique=True))
+    return spec.name, {key: draw(_json) for key in chosen}
+
+
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(call=_arguments())
+def test_any_arguments_are_an_answer_never_an_exception(tmp_path: Path, call: Any) -> None:
+    from memstrata.tools import answer
+
+    name, arguments = call
+    with Memory.open(tmp_path / "ws", embedder="none") as memory:
+        outcome = answer(memory, name, arguments)
+    assert outcome.text.startswith("Error: ") == outcome.is_error
+    assert outcome.is_error or isinstance(outcome.data, dict)
