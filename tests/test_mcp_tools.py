@@ -401,7 +401,11 @@ def _arguments(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
 @settings(
     max_examples=150,
     deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    suppress_health_check=[
+        HealthCheck.function_scoped_fixture,
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+    ],
 )
 @given(call=_arguments())
 def test_any_arguments_are_an_answer_never_an_exception(tmp_path: Path, call: Any) -> None:

@@ -64,7 +64,6 @@ class Spec:
 # -- the shapes of results -----------------------------------------------------------------
 
 _TIME = string("when, ISO 8601")
-_SESSION = string("a conversation's name (letters, digits, '.', '_', '-')", max_length=128)
 
 FACT = obj(
     {
@@ -286,7 +285,7 @@ FACT_TOOLS: tuple[Spec, ...] = (
         "memory_correct; to capture what the user said use memory_observe.",
         {"text": _TEXT, "category": _CATEGORY},
         ("text",),
-        obj({"id": string("the fact's id"), **FACT["properties"]}, ("id", "text", "source")),
+        FACT,
         read_only=False,
     ),
     Spec(
