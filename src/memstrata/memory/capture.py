@@ -35,6 +35,7 @@ from ..model import (
     clean_text,
     now,
     parse_source,
+    plain_line,
     valid_text,
 )
 from ..storage.files import storage_errors
@@ -77,9 +78,12 @@ class Observer:
         items (a correction supersedes the fact it corrects, and leaves a
         lesson). Durable on return. With a ``source`` other than ``user``
         nothing is written: the entries come back with ``stored=False``.
+        Empty (or whitespace-only) text is ``InvalidInput``, as for ``remember``.
         """
         if not isinstance(text, str):
             raise InvalidInput(f"text must be a string, not {type(text).__name__}")
+        if not plain_line(text):
+            raise InvalidInput("text is empty")  # as ``remember`` says it
         origin = parse_source(source)
         session, user = clean_session(session), clean_user(user)
         self.engine.check_open()
