@@ -9,10 +9,13 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from memstrata import InvalidInput, Memory
+from memstrata import BackendUnavailable, InvalidInput, Memory
 from memstrata.cli import cli
-from memstrata.context import Message
+from memstrata.context import ESTIMATE, Message, TokenCounter, exact_counter
+from memstrata.context.build import assemble
 
 # -- 4. empty input is one clear error everywhere ---------------------------------------
 
@@ -132,3 +135,137 @@ def test_recovery_reads_the_session_state_as_text_after_build_context_read_it(
     memory.observe("Remember that the demo is on Friday", session="s")
     memory.build_context("demo", session="s", budget_tokens=500)
     assert "demo is on Friday" in memory.recovery_context("s")
+
+
+# -- 3. build_context is a hard ceiling ---------------------------------------------------
+
+WORDS = st.sampled_from(
+    ["staging", "database", "port", "ledger", "billing", "Sardor", "deploy", "日本", "ключ", "x"]
+)
+LINE = st.lists(WORDS, min_size=1, max_size=30).map(" ".join)
+
+
+def _unique(lines: list[str], tag: str) -> list[str]:
+    return [f"{tag}{n}: {line}" for n, line in enumerate(lines)]
+
+
+def _entries(section: str, text: str, lines: list[str]) -> int:
+    """How many of ``lines`` the section's text shows."""
+    return sum(1 for line in lines if line in text)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    budget=st.integers(1, 10_000),
+    core=st.lists(st.text(max_size=3000), min_size=0, max_size=3),
+    working=st.lists(LINE, max_size=20),
+    state=st.lists(LINE, max_size=40),
+    facts=st.lists(LINE, max_size=300),
+    lessons=st.lists(LINE, max_size=5),
+    recent=st.lists(LINE, max_size=40),
+    exact=st.booleans(),
+)
+def test_assemble_never_passes_the_budget_and_counts_what_it_leaves_out(
+    budget: int,
+    core: list[str],
+    working: list[str],
+    state: list[str],
+    facts: list[str],
+    lessons: list[str],
+    recent: list[str],
+    exact: bool,
+) -> None:
+    counter = _exact_or_estimate(exact)
+    state, recent = _unique(state, "s"), _unique(recent, "r")
+    lessons, fact_lines = _unique(lessons, "l"), _unique(facts, "f")
+    pairs = [("Facts", f"- {line}") for line in fact_lines]
+    built = assemble(
+        budget,
+        counter,
+        core=[(f"core/{n}.md", text) for n, text in enumerate(core)],
+        working=("working/WORKING_MEMORY.md", "\n".join(f"- {w}" for w in working))
+        if working
+        else None,
+        state=("sessions/s/SESSION-STATE.md", state) if state else None,
+        facts=len(pairs),
+        whole=lambda: pairs,
+        gated=lambda limit: iter(pairs[:limit]),
+        lessons=lessons,
+        recent=("sessions/s.jsonl", recent) if recent else None,
+    )
+    assert built.tokens == counter.count(built.text) <= budget
+    left_out = dict(built.left_out)
+    by_name = {section.name: section for section in built.sections}
+    for name, lines in [
+        ("Session state", state),
+        ("Long-term memory", fact_lines),
+        ("Lessons", lessons),
+        ("Recent conversation", recent),
+    ]:
+        section = by_name.get(name)
+        shown = _entries(name, section.text, lines) if section else 0
+        assert shown + left_out.get(name, 0) == len(lines), name
+        if section is not None:
+            assert section.left_out == left_out.get(name, 0)
+    accounting = [line for line in built.text.splitlines() if line.startswith("[left out")]
+    for name, count in built.left_out:
+        if accounting and not (name == "Long-term memory" and name in by_name):
+            assert f"{name} {count} of " in accounting[0]
+
+
+def _exact_or_estimate(exact: bool) -> TokenCounter:
+    if exact:
+        try:
+            return exact_counter("o200k_base")
+        except BackendUnavailable:
+            pass
+    return ESTIMATE
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    budget=st.integers(1, 10_000),
+    facts=st.lists(LINE, max_size=60),
+    said=st.lists(LINE, max_size=12),
+    user_md=st.text(max_size=2000),
+    session=st.booleans(),
+)
+def test_build_context_never_passes_the_budget_on_any_workspace(
+    tmp_path_factory: pytest.TempPathFactory,
+    budget: int,
+    facts: list[str],
+    said: list[str],
+    user_md: str,
+    session: bool,
+) -> None:
+    ws = tmp_path_factory.mktemp("budget") / "ws"
+    with Memory.open(ws, embedder="none") as memory:
+        if user_md.strip():
+            memory.core.write("user", user_md)
+        for fact in facts:
+            memory.remember(fact, sync=False)
+        for n, text in enumerate(said):
+            memory.observe(f"Remember that item {n} is {text}", session="s")
+            memory.record_turn("s", user=text, assistant=f"Noted {n}.")
+        entries = len(memory.session_state("s"))
+        built = memory.build_context(
+            "staging database", session="s" if session else None, budget_tokens=budget
+        )
+    assert built.tokens == ESTIMATE.count(built.text) <= budget
+    if session and entries and "Session state" not in {s.name for s in built.sections}:
+        assert dict(built.left_out)["Session state"] == entries
+
+
+def test_a_session_state_that_does_not_fit_is_counted_and_named(memory: Memory) -> None:
+    for n in range(8):
+        memory.observe(f"Remember that item {n} is ready for the big launch next week", session="s")
+        memory.record_turn("s", user=f"question {n} " * 5, assistant="answer " * 10)
+    for n in range(30):
+        memory.remember(f"Fact number {n} about the staging cluster and other things")
+    for budget in (1, 50, 200, 300):
+        built = memory.build_context("staging", session="s", budget_tokens=budget)
+        assert built.tokens <= budget, budget
+    built = memory.build_context("staging", session="s", budget_tokens=300)
+    assert dict(built.left_out)["Session state"] == 8
+    assert "Session state 8 of 8 entries" in built.text
+    assert memory.build_context("staging", budget_tokens=1).text == ""
