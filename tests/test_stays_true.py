@@ -269,3 +269,79 @@ def test_a_session_state_that_does_not_fit_is_counted_and_named(memory: Memory) 
     assert dict(built.left_out)["Session state"] == 8
     assert "Session state 8 of 8 entries" in built.text
     assert memory.build_context("staging", budget_tokens=1).text == ""
+
+
+# -- 2. no noise stored as facts ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("said", "kept"),
+    [
+        (
+            "Hi, I'm Alice and I work on the payments team.",
+            ["I'm Alice and I work on the payments team."],
+        ),
+        ("Hello there, my name is Bob and I prefer tea.", ["my name is Bob", "I prefer tea."]),
+        ("Good morning, I prefer tea", ["I prefer tea"]),
+        ("Привет, меня зовут Сарвар", ["меня зовут Сарвар"]),
+        ("Salom, mening ismim Sardor", ["mening ismim Sardor"]),
+        ("你好，我叫李娜", ["我叫李娜"]),
+    ],
+)
+def test_a_greeting_is_not_kept_with_the_fact(memory: Memory, said: str, kept: list[str]) -> None:
+    memory.observe(said, session="s")
+    assert sorted(item.text for item in memory.list()) == sorted(kept)
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "Remember: my staging password is hunter2-very-secret",
+        "Remember that my API key is sk-proj-Zx81kQm2Lr7Tt5Wb9Yc3Nd6Pf0Gh4Jk, use it to deploy.",
+        "Remember that the deploy token is ghp_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8",
+    ],
+)
+def test_a_fact_that_is_only_a_redaction_stays_in_the_session_state(
+    memory: Memory, said: str
+) -> None:
+    captures = memory.observe(said, session="s")
+    assert captures and all(c.stored and c.item_id is None for c in captures)
+    assert memory.list() == []
+    assert any("[REDACTED:" in entry.text for entry in memory.session_state("s"))
+
+
+def test_a_fact_with_a_redaction_that_is_not_its_value_is_kept(memory: Memory) -> None:
+    memory.observe(
+        "Remember to rotate sk-proj-Zx81kQm2Lr7Tt5Wb9Yc3Nd6Pf0Gh4Jk on Friday", session="s"
+    )
+    [item] = memory.list()
+    assert "[REDACTED:" in item.text and "Friday" in item.text
+
+
+def _noise(ws: Path) -> list[str]:
+    """MEMORY.md's live lines that are recovery questions, redaction-only,
+    turn references or a literal compaction category."""
+    live = _live_part(ws)
+    return [
+        line
+        for line in live.splitlines()
+        if "Where were we" in line
+        or "[REDACTED:" in line
+        or "(turn " in line
+        or line.startswith("## Session Compaction")
+    ]
+
+
+def test_the_agent_loop_stores_no_noise(looped: Path) -> None:
+    assert _noise(looped) == []
+    with Memory.open(looped) as memory:
+        assert not any(item.text.startswith(("Hi", "Hello")) for item in memory.list())
+
+
+def test_the_demo_stores_no_noise(tmp_path: Path) -> None:
+    ws = tmp_path / "demo"
+    result = CliRunner().invoke(cli, ["demo", "--keep", str(ws)])
+    assert result.exit_code == 0, result.output
+    assert _noise(ws) == []
+    state = (ws / "sessions" / "demo" / "SESSION-STATE.md").read_text(encoding="utf-8")
+    assert "my staging password is [REDACTED:password]" in state  # kept for the session

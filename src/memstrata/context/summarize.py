@@ -17,7 +17,7 @@
 MEMORY.md: each bullet's text without its turn reference, with a real
 category (``decision`` under a "Decisions" heading, else ``fact``); open
 questions (a heading that names questions, or a bullet ending in a question
-mark) and ``none`` are no facts.
+mark), ``none`` and a bullet whose content is only a redaction are no facts.
 
 ``make_summarizer(choice, model)`` picks one from the settings ``summarizer``
 (``extractive``, the default, ``openai`` or ``anthropic``) and
@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from ..capture.promote import durable_facts
+from ..capture.promote import durable_facts, redaction_only
 from ..capture.scan import scan
 from ..errors import BackendUnavailable, InvalidInput
 from ..stores.transcripts import Turn, conversation_lines
@@ -112,7 +112,7 @@ def _statements(said: str) -> list[tuple[str, str]]:
     covered = {(fact.span, category) for fact in facts for category in fact.categories}
     out = [(fact.category, fact.text) for fact in facts]
     for entry in entries:
-        if (entry.span, entry.category) not in covered:
+        if (entry.span, entry.category) not in covered and not redaction_only(entry.text):
             out.append((entry.category, entry.text))
     return out
 
@@ -141,7 +141,7 @@ def summary_facts(summary: str) -> list[SummaryFact]:
         if category is None or not line.startswith("- "):
             continue
         text = _TURN_REF.sub("", line[2:]).strip()
-        if text and text != "none" and not text.endswith(("?", "？")):
+        if text and text != "none" and not text.endswith(("?", "？")) and not redaction_only(text):
             found.append(SummaryFact(line, text, category))
     return found
 
