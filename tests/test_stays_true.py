@@ -76,11 +76,17 @@ def test_the_agent_loop_leaves_one_live_staging_fact_the_corrected_one(looped: P
     with Memory.open(looped) as memory:
         staging = [item for item in memory.list() if "staging database" in item.text]
         assert [item.text for item in staging] == [FIX]
-        built = memory.build_context("Which database does staging use?", budget_tokens=800)
+        asked = "Which database does staging use?"
+        built = memory.build_context(asked, budget_tokens=800)
+        with_session = memory.build_context(asked, session="example", budget_tokens=4000)
     live = _live_part(looped)
     assert "pg-staging-2" not in live.replace(FIX, "")
     lines = [line for line in built.text.splitlines() if "pg-staging-2" in line]
     assert lines and all("pg-staging-3" in line for line in lines)
+    # the session state still logs what was said, struck through once corrected
+    [state] = [s for s in with_session.sections if s.name == "Session state"]
+    said = [line for line in state.text.splitlines() if "pg-staging-2" in line]
+    assert said and all("pg-staging-3" in line or "~~" in line for line in said), said
 
 
 def _talk(memory: Memory, said: list[str]) -> None:

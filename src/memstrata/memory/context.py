@@ -111,6 +111,7 @@ class PromptBuilder:
         self._gate: FactRanker | None = None
         self._summary_counts: dict[str, int] | None = None
         self._facts_cache: tuple[tuple[int, int, int], list[tuple[str, str]]] | None = None
+        self._retired_cache: tuple[tuple[int, int, int, int], set[str]] | None = None
         engine.events.on_turn(self._after_turn)
 
     def build_context(
@@ -140,8 +141,13 @@ class PromptBuilder:
                 core.append((f"core/{file}", text))
         working_text = self._cached_text(_WORKING)
         state_rel = self.engine.workspace.session_state_rel(name)
+        entries = self._cached_state(state_rel)
+        retired = self._retired_keys() if entries else set()
         state_lines = [
-            f"- {entry.category}: {entry.text}" for entry in self._cached_state(state_rel)
+            f"- {entry.category}: ~~{entry.text}~~ (superseded or forgotten since)"
+            if dedupe_key(entry.text) in retired
+            else f"- {entry.category}: {entry.text}"
+            for entry in entries
         ]
         gate = self._fact_ranker()  # also picks up other processes' writes
 
@@ -212,6 +218,20 @@ class PromptBuilder:
             facts = render_facts(list(store.items.values()))
         self._facts_cache = (version, facts)
         return facts
+
+    def _retired_keys(self) -> set[str]:
+        """The keys of the facts superseded or forgotten (``retired_keys``), found
+        again only when the store changed: a session-state line that says one
+        is shown struck through, never as a live fact."""
+        with self.engine.state:
+            store = self.engine.store
+            version = (id(store.items), store.lsn, len(store.items), len(store.forgotten))
+            cached = self._retired_cache
+            if cached is not None and cached[0] == version:
+                return cached[1]
+            keys = store.retired_keys()
+        self._retired_cache = (version, keys)
+        return keys
 
     def _cached(self, rel: str, kind: str, load: Callable[[bytes], _T]) -> _T | None:
         """``load`` of the bytes of file ``rel`` (read through the workspace's
