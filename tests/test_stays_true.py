@@ -351,3 +351,13 @@ def test_the_demo_stores_no_noise(tmp_path: Path) -> None:
     assert _noise(ws) == []
     state = (ws / "sessions" / "demo" / "SESSION-STATE.md").read_text(encoding="utf-8")
     assert "my staging password is [REDACTED:password]" in state  # kept for the session
+
+
+def test_room_the_long_term_facts_leave_goes_to_the_session_state(memory: Memory) -> None:
+    for n in range(8):
+        memory.observe(f"Remember that item {n} is ready for the big launch next week", session="s")
+    memory.remember("The staging database uses port 6543")
+    built = memory.build_context("staging", session="s", budget_tokens=600)
+    assert built.tokens <= 600 and built.left_out == ()
+    [state] = [s for s in built.sections if s.name == "Session state"]
+    assert all(f"item {n} is ready" in state.text for n in range(8))

@@ -29,7 +29,8 @@ counter, and headers count:
 * **the budget is a hard ceiling**: ``counter.count(context.text) ==
   context.tokens <= budget`` for every budget >= 1, headers, notes and the
   accounting line included. Each section is first given its share (its
-  header counted in it); if the whole still passes the budget, sections give
+  header counted in it), and room the shares left unused goes to the
+  sections that left entries out; if the whole passes the budget, sections give
   up entries (long-term memory first, then the recent conversation, lessons,
   session state, working memory), then the accounting line goes, then the
   core is cut further, then it goes too: a budget too small for anything
@@ -179,6 +180,7 @@ class _Draft:
     oldest_first: bool = False
     bullets: bool = False
     note: Callable[[int], str] | None = None
+    pool: list[str] = field(default_factory=list)  # every entry, to take more from
 
     @property
     def shown(self) -> int:
@@ -268,7 +270,7 @@ def assemble(
             )
             kept = _lines_within(lines, room, counter, newest_last=False)
             drafts["Working memory"] = _Draft(
-                "Working memory", (working[0],), kept, len(lines), "line"
+                "Working memory", (working[0],), kept, len(lines), "line", pool=lines
             )
             left -= counter.count(drafts["Working memory"].render())
 
@@ -284,13 +286,34 @@ def assemble(
         room = int(fixed_left * share) - _header_cost(name, part[0], counter)
         kept = _lines_within(list(part[1]), room, counter, newest_last=newest_last)
         unit = {"Session state": "entry", "Lessons": "lesson"}.get(name, "line")
-        drafts[name] = _Draft(name, (part[0],), kept, len(part[1]), unit, oldest_first=newest_last)
+        drafts[name] = _Draft(
+            name, (part[0],), kept, len(part[1]), unit, newest_last, pool=list(part[1])
+        )
         left -= counter.count(drafts[name].render())
 
     long_term = _long_term(max(left, 0), counter, facts, whole, gated)
     if long_term is not None:
         drafts["Long-term memory"] = long_term
+    _spend_the_rest(budget, counter, drafts)
     return _fitted(budget, counter, drafts)
+
+
+def _spend_the_rest(budget: int, counter: TokenCounter, drafts: dict[str, _Draft]) -> None:
+    """Room the shares left unused (long-term memory whole, say) goes to the
+    sections that left entries out, in the order of the prompt."""
+    ordered = [drafts[name] for name in _ORDER if name in drafts]
+    spare = budget - counter.count(_text(ordered, True))
+    for draft in ordered:
+        if spare <= 0:
+            return
+        if not draft.pool or not draft.left_out:
+            continue
+        before = counter.count(draft.render())
+        room = spare + sum(counter.count(line) + 1 for line in draft.lines)
+        if not draft.lines:
+            room -= _header_cost(draft.name, draft.sources[0], counter)
+        draft.lines = _lines_within(draft.pool, room, counter, newest_last=draft.oldest_first)
+        spare -= counter.count(draft.render()) - before
 
 
 def _core(sources: tuple[str, ...], texts: list[str], budget: int, counter: TokenCounter) -> _Draft:
