@@ -160,7 +160,11 @@ def _entries(section: str, text: str, lines: list[str]) -> int:
     return sum(1 for line in lines if line in text)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=300,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(
     budget=st.integers(1, 10_000),
     core=st.lists(st.text(max_size=3000), min_size=0, max_size=3),
@@ -228,7 +232,11 @@ def _exact_or_estimate(exact: bool) -> TokenCounter:
     return ESTIMATE
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(
     budget=st.integers(1, 10_000),
     facts=st.lists(LINE, max_size=60),
