@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -12,10 +14,16 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from fakes import InMemoryFactStore
 from memstrata import BackendUnavailable, InvalidInput, Memory
 from memstrata.cli import cli
 from memstrata.context import ESTIMATE, Message, TokenCounter, exact_counter
 from memstrata.context.build import assemble
+from memstrata.memory.capture import retired_keys
+from memstrata.model import Item, dedupe_key
+from memstrata.storage.journal import Record
+from memstrata.stores.longterm import OP_DELETE, OP_PUT, LongTermStore
+from memstrata.stores.protocol import FactStore
 
 # -- 4. empty input is one clear error everywhere ---------------------------------------
 
@@ -369,3 +377,19 @@ def test_room_the_long_term_facts_leave_goes_to_the_session_state(memory: Memory
     assert built.tokens <= 600 and built.left_out == ()
     [state] = [s for s in built.sections if s.name == "Session state"]
     assert all(f"item {n} is ready" in state.text for n in range(8))
+
+
+@pytest.mark.parametrize("make", [LongTermStore, InMemoryFactStore], ids=["embedded", "fake"])
+def test_retired_keys_come_through_the_fact_store_seam(make: Callable[[], FactStore]) -> None:
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+
+    def item(item_id: str, text: str, **changes: object) -> dict[str, object]:
+        made = Item(item_id, text, created_at=at, updated_at=at, valid_from=at)
+        return made.evolve(**changes).to_dict()
+
+    store = make()
+    store.apply(Record(1, OP_PUT, {"items": [item("a", "Old value."), item("b", "Live.")]}))
+    store.apply(Record(2, OP_PUT, {"items": [item("a", "Old value.", valid_to=at)]}))
+    store.apply(Record(3, OP_PUT, {"items": [item("c", "Gone.")]}))
+    store.apply(Record(4, OP_DELETE, {"ids": ["c"], "reason": "forget", "at": at.isoformat()}))
+    assert retired_keys(store) == {dedupe_key("Old value."), dedupe_key("Gone.")}

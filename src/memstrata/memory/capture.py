@@ -48,10 +48,11 @@ from ..stores.lessons import (
     describe_args,
     tool_failure_lesson,
 )
+from ..stores.protocol import FactStore
 from ..stores.session_state import StateEntry, append_entries, parse_state
 from .engine import Engine, clean_user
 
-__all__ = ["SCAN_CHARS", "Capture", "Lessons", "Observer"]
+__all__ = ["SCAN_CHARS", "Capture", "Lessons", "Observer", "retired_keys"]
 
 _MAX_FACT_CHARS = 4000
 SCAN_CHARS = 64 * 1024  # of one message, scanned by observe (see the module)
@@ -164,7 +165,7 @@ class Observer:
         """Durable facts of a message's entries -> (item id, superseded id) by
         sentence and category (``again``: see ``recapture``)."""
         done: dict[tuple[tuple[int, int], str], tuple[str, str | None]] = {}
-        said_before = self.engine.store.retired_keys() if again else set()
+        said_before = retired_keys(self.engine.store) if again else set()
         for fact in durable_facts(entries, lambda clause: scan(clause, rules=self.engine.rules)):
             line = _one_line(fact.text)[:_MAX_FACT_CHARS]
             if again and (
@@ -273,6 +274,15 @@ class Lessons:
             WriteEvent("lesson", "delete", "", lesson.source, where, ids=(lesson.id,))
         )
         return lesson
+
+
+def retired_keys(store: FactStore) -> set[str]:
+    """The de-duplication keys of every item that is not live (superseded,
+    expired) and of every forgotten one: what re-capture must not bring back
+    (lock held)."""
+    keys = {item.key for item in store.items.values() if not item.is_live}
+    keys.update(gone.item.key for gone in store.forgotten.values())
+    return keys
 
 
 def _state_entries(entries: builtins.list[Entry], at: datetime) -> builtins.list[StateEntry]:

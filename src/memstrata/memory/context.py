@@ -65,6 +65,7 @@ from ..stores import transcripts as history
 from ..stores.compaction import update_meta
 from ..stores.longterm import OP_PUT
 from ..stores.session_state import StateEntry, parse_state
+from .capture import retired_keys
 from .engine import Engine
 
 __all__ = ["PromptBuilder", "SessionSummary"]
@@ -229,7 +230,7 @@ class PromptBuilder:
             cached = self._retired_cache
             if cached is not None and cached[0] == version:
                 return cached[1]
-            keys = store.retired_keys()
+            keys = retired_keys(store)
         self._retired_cache = (version, keys)
         return keys
 
@@ -359,7 +360,7 @@ class PromptBuilder:
         (lock held). A bullet that says what a live item says adds nothing; one
         that says what a superseded or forgotten item said is struck through
         and marked, never restated as live."""
-        retired = self.engine.store.retired_keys()
+        retired = retired_keys(self.engine.store)
         items: builtins.list[Item] = []
         for fact in summary_facts(summary):
             text = fact.text[:4000]

@@ -387,13 +387,6 @@ class LongTermStore:
         item_id = self._by_key.get(key)
         return self.items.get(item_id) if item_id else None
 
-    def retired_keys(self) -> set[str]:
-        """The de-duplication keys of every item that is not live (superseded,
-        expired) and of every forgotten one: what re-capture must not bring back."""
-        keys = {item.key for item in self.items.values() if not item.is_live}
-        keys.update(gone.item.key for gone in self.forgotten.values())
-        return keys
-
     def unused_id(self) -> str:
         """A fresh id no item (nor a forgotten one) has."""
         while True:
