@@ -19,11 +19,10 @@ from memstrata import BackendUnavailable, InvalidInput, Memory
 from memstrata.cli import cli
 from memstrata.context import ESTIMATE, Message, TokenCounter, exact_counter
 from memstrata.context.build import assemble
-from memstrata.memory.capture import retired_keys
 from memstrata.model import Item, dedupe_key
 from memstrata.storage.journal import Record
 from memstrata.stores.longterm import OP_DELETE, OP_PUT, LongTermStore
-from memstrata.stores.protocol import FactStore
+from memstrata.stores.protocol import FactStore, retired_keys
 
 # -- 4. empty input is one clear error everywhere ---------------------------------------
 

@@ -48,11 +48,11 @@ from ..stores.lessons import (
     describe_args,
     tool_failure_lesson,
 )
-from ..stores.protocol import FactStore
+from ..stores.protocol import retired_keys
 from ..stores.session_state import StateEntry, append_entries, parse_state
 from .engine import Engine, clean_user
 
-__all__ = ["SCAN_CHARS", "Capture", "Lessons", "Observer", "retired_keys"]
+__all__ = ["SCAN_CHARS", "Capture", "Lessons", "Observer"]
 
 _MAX_FACT_CHARS = 4000
 SCAN_CHARS = 64 * 1024  # of one message, scanned by observe (see the module)
@@ -274,15 +274,6 @@ class Lessons:
             WriteEvent("lesson", "delete", "", lesson.source, where, ids=(lesson.id,))
         )
         return lesson
-
-
-def retired_keys(store: FactStore) -> set[str]:
-    """The de-duplication keys of every item that is not live (superseded,
-    expired) and of every forgotten one: what re-capture must not bring back
-    (lock held)."""
-    keys = {item.key for item in store.items.values() if not item.is_live}
-    keys.update(gone.item.key for gone in store.forgotten.values())
-    return keys
 
 
 def _state_entries(entries: builtins.list[Entry], at: datetime) -> builtins.list[StateEntry]:

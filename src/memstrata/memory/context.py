@@ -64,8 +64,8 @@ from ..stores import core as core_layer
 from ..stores import transcripts as history
 from ..stores.compaction import update_meta
 from ..stores.longterm import OP_PUT
+from ..stores.protocol import retired_keys
 from ..stores.session_state import StateEntry, parse_state
-from .capture import retired_keys
 from .engine import Engine
 
 __all__ = ["PromptBuilder", "SessionSummary"]
