@@ -8,7 +8,7 @@ Install with ``pip install 'memstrata[integrations]'`` (it needs ``anthropic``).
 
     tool = MemstrataMemoryTool(Memory.open("~/agent-memory"))
     runner = anthropic.Anthropic().beta.messages.tool_runner(
-        model="claude-sonnet-4-5", max_tokens=1024, tools=[tool],
+        model="claude-sonnet-5-5", max_tokens=1024, tools=[tool],
         messages=[{"role": "user", "content": "Remember that I like coffee"}],
     )
     for message in runner: ...
