@@ -29,14 +29,17 @@ from langgraph.store.base import (  # noqa: E402
     SearchOp,
 )
 
+from memstrata import Memory  # noqa: E402
+from memstrata.errors import InvalidInput  # noqa: E402
 from memstrata.integrations.langgraph import MemstrataStore  # noqa: E402
 
 SECRET = "sk-proj-Zx81kQm2Lr7Tt5Wb9Yc3Nd6Pf0Gh4Jk"
 
 
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[MemstrataStore]:
-    with MemstrataStore.open(tmp_path / "ws") as opened:
+@pytest.fixture(params=["workspace", "groups"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MemstrataStore]:
+    """Every behaviour holds on one workspace and with a group per first label."""
+    with MemstrataStore.open(tmp_path / "ws", groups=request.param == "groups") as opened:
         yield opened
 
 
@@ -291,6 +294,7 @@ def test_secrets_in_values_never_reach_disk(store: MemstrataStore, tmp_path: Pat
     for path in (tmp_path / "ws").rglob("*"):
         if path.is_file():
             assert SECRET.encode() not in path.read_bytes(), path
+    assert list((tmp_path / "ws").rglob("langgraph.creds.*.md"))
 
 
 def test_keys_that_look_like_markup_round_trip(store: MemstrataStore) -> None:
@@ -315,3 +319,31 @@ def test_a_query_ranks_by_hybrid_search(store: MemstrataStore) -> None:
     assert all(item.namespace == ("memories", "u1") for item in found)
     first = store.search(("memories",), query="cat", limit=1)
     assert [(item.namespace, item.key) for item in first] == [(("memories", "u1"), "pet")]
+
+
+def test_with_groups_each_first_label_is_a_group_of_its_own(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    with MemstrataStore.open(root, groups=True) as store:
+        store.put(("alice", "memories"), "food", {"text": "Alice loves ramen"})
+        store.put(("bob", "memories"), "food", {"text": "Bob loves ramen too"})
+        assert store.list_namespaces() == [("alice", "memories"), ("bob", "memories")]
+        assert [i.namespace for i in store.search(("alice",))] == [("alice", "memories")]
+        both = store.search((), query="who loves ramen?")
+        assert {item.namespace[0] for item in both} == {"alice", "bob"}
+        assert all(item.score is not None for item in both)
+        assert store.get(("carol", "memories"), "food") is None
+        assert store.search(("carol",)) == []
+        store.delete(("carol", "memories"), "food")
+        with pytest.raises(InvalidInput):
+            store.put(("Alice Smith", "memories"), "food", {"text": "x"})
+    assert list((root / "groups" / "alice" / "semantic").glob("langgraph.alice.memories.*.md"))
+    assert not list((root / "groups" / "alice").rglob("langgraph.bob.*"))
+    assert not (root / "groups" / "carol").exists()
+    with Memory.open(root, "bob") as memory:  # the group's own workspace, as memstrata sees it
+        hits = memory.search("ramen", layers=["semantic"])
+        assert hits and "Bob loves ramen too" in hits[0].text
+
+
+def test_groups_and_group_are_exclusive(tmp_path: Path) -> None:
+    with pytest.raises(InvalidInput):
+        MemstrataStore.open(tmp_path / "ws", "alice", groups=True)

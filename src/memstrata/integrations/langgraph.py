@@ -13,9 +13,13 @@ How LangGraph's model maps onto memstrata:
 * a **namespace** is one markdown file of the workspace's semantic layer,
   ``semantic/langgraph.<labels>.<hash>.md`` (``integrations.kv_files``), with
   one section per **key** holding the value as a JSON block: a person can
-  read and edit it, and it is searched like every other memory file. The
-  store's **group** is the memstrata group it was opened on (one workspace
-  per tenant: ``MemstrataStore.open(path, group="alice")``).
+  read and edit it, and it is searched like every other memory file.
+* the **group** is the memstrata group the store was opened on
+  (``MemstrataStore.open(path, group="alice")``), or, with ``groups=True``,
+  the namespace's first label: ``("alice", "memories")`` lives in
+  ``path/groups/alice`` (a label that is no group name is refused on write),
+  so each tenant is a workspace of its own, as memstrata's groups are; a
+  read of a group that does not exist creates nothing.
 * ``put``/``delete`` are journaled document writes (``Memory.documents``):
   durable (fsynced) when they return, decided under the workspace lock on the
   file as it is then (two processes never lose each other's keys), and
@@ -44,7 +48,9 @@ import logging
 import os
 import threading
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 from ..capture.secrets import redact_value
@@ -52,6 +58,8 @@ from ..errors import InvalidInput, NotFound
 from ..memory import Memory
 from ..memory.search import MAX_K
 from ..model import now
+from ..storage.access import Groups, check_group
+from ..storage.workspace import GROUP_NAME, Workspace
 from . import kv_files as files
 from . import require
 
@@ -77,27 +85,42 @@ log = logging.getLogger("memstrata")
 
 
 class MemstrataStore(BaseStore):
-    """A LangGraph store on one memstrata workspace (see the module)."""
+    """A LangGraph store on one memstrata workspace, or on one group per first
+    namespace label (see the module)."""
 
     supports_ttl = False
 
     def __init__(self, memory: Memory, *, owns: bool = False) -> None:
         self.memory = memory
-        self._owns = owns
+        self._places = _Places(memory, owns)
         self._lock = threading.Lock()
 
     @classmethod
     def open(
-        cls, path: str | os.PathLike[str], group: str | None = None, **settings: Any
+        cls,
+        path: str | os.PathLike[str],
+        group: str | None = None,
+        *,
+        groups: bool = False,
+        **settings: Any,
     ) -> MemstrataStore:
         """A store on the workspace at ``path`` (``group``: that tenant), which it
-        closes on ``close()``."""
-        return cls(Memory.open(path, group, **settings), owns=True)
+        closes on ``close()``. ``groups=True``: each namespace's first label is
+        the group it lives in (``path/groups/<label>``, opened when first used)."""
+        if groups and group is not None:
+            raise InvalidInput("give group= or groups=True, not both")
+        store = cls(Memory.open(path, group, **settings), owns=True)
+        if groups:
+            workspace = store.memory.workspace
+            if workspace.url is not None:
+                store.close()
+                raise InvalidInput("groups=True needs a workspace folder, not a database")
+            store._places = _Places(store.memory, True, Path(workspace.root), settings)
+        return store
 
     def close(self) -> None:
-        """Close the workspace if this store opened it."""
-        if self._owns:
-            self.memory.close()
+        """Close the workspaces this store opened."""
+        self._places.close()
 
     def __enter__(self) -> MemstrataStore:
         return self
@@ -142,50 +165,35 @@ class MemstrataStore(BaseStore):
         return results
 
     def _get(self, op: GetOp) -> Item | None:
-        parsed = self._read(files.file_of(tuple(op.namespace)))
+        namespace = tuple(op.namespace)
+        memory = self._places.of(namespace, create=False)
+        parsed = _read(memory, files.file_of(namespace)) if memory else None
         entry = parsed.entries.get(op.key) if parsed else None
-        return None if entry is None else _item(tuple(op.namespace), entry)
+        return None if entry is None else _item(namespace, entry)
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
         prefix = tuple(op.namespace_prefix)
-        candidates: list[tuple[str, files.Parsed, files.Entry]] = []
-        for rel, parsed in self._namespaces():
-            if parsed.namespace[: len(prefix)] != prefix:
-                continue
-            for entry in parsed.entries.values():
-                if files.matches_filter(entry.value, op.filter):
-                    candidates.append((rel, parsed, entry))
-        scores = self._scores(op, candidates) if op.query else {}
+        found = [f for f in self._files(prefix) if f.parsed.namespace[: len(prefix)] == prefix]
+        candidates = [
+            (number, entry)
+            for number, file in enumerate(found)
+            for entry in file.parsed.entries.values()
+            if files.matches_filter(entry.value, op.filter)
+        ]
+        scores = _scores(op, found, candidates) if op.query else {}
         ranked = sorted(
-            (c for c in candidates if (c[0], c[2].key) in scores),
-            key=lambda c: -scores[(c[0], c[2].key)],
+            (c for c in candidates if (c[0], c[1].key) in scores),
+            key=lambda c: -scores[(c[0], c[1].key)],
         )
-        rest = [c for c in candidates if (c[0], c[2].key) not in scores]
+        rest = [c for c in candidates if (c[0], c[1].key) not in scores]
         window = (ranked + rest)[op.offset : op.offset + op.limit]
         return [
-            _search_item(parsed.namespace, entry, scores.get((rel, entry.key)))
-            for rel, parsed, entry in window
+            _search_item(found[number].parsed.namespace, entry, scores.get((number, entry.key)))
+            for number, entry in window
         ]
 
-    def _scores(
-        self, op: SearchOp, candidates: list[tuple[str, files.Parsed, files.Entry]]
-    ) -> dict[tuple[str, str], float]:
-        """The hybrid search's best score of each candidate it found for the query."""
-        if not candidates or not op.query or not op.query.strip():
-            return {}
-        wanted = {(rel, entry.key) for rel, _, entry in candidates if entry.indexed}
-        by_file = {rel: parsed for rel, parsed, _ in candidates}
-        k = min(MAX_K, max(100, 10 * (op.offset + op.limit)))
-        scores: dict[tuple[str, str], float] = {}
-        for hit in self.memory.search(op.query, k=k, layers=["semantic"]):
-            parsed = by_file.get(hit.path)
-            key = parsed.key_at(hit.line_start, hit.line_end) if parsed else None
-            if key is not None and (hit.path, key) in wanted:
-                scores[(hit.path, key)] = max(scores.get((hit.path, key), hit.score), hit.score)
-        return scores
-
     def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
-        found = {parsed.namespace for _, parsed in self._namespaces() if parsed.entries}
+        found = {file.parsed.namespace for file in self._files(()) if file.parsed.entries}
         conditions = op.match_conditions or ()
         chosen = [ns for ns in found if all(_matches(c, ns) for c in conditions)]
         if op.max_depth is not None:
@@ -197,7 +205,10 @@ class MemstrataStore(BaseStore):
     def _write(self, pending: dict[tuple[str, ...], list[PutOp]]) -> None:
         """Apply the pending puts, one journaled write per namespace file."""
         for namespace, puts in pending.items():
-            rel = files.file_of(namespace)
+            creates = any(put.value is not None for put in puts)
+            memory = self._places.of(namespace, create=creates)
+            if memory is None:
+                continue  # only deletes, in a group that does not exist: nothing to do
 
             def edit(
                 old: str | None,
@@ -208,27 +219,112 @@ class MemstrataStore(BaseStore):
 
             # NotFound: only deletes, in a namespace that has no file: nothing to do
             with contextlib.suppress(NotFound):
-                self.memory.documents.edit_file(rel, edit)
+                memory.documents.edit_file(files.file_of(namespace), edit)
         pending.clear()
 
-    def _read(self, rel: str) -> files.Parsed | None:
-        data = self.memory.workspace.volume.read(rel)
-        if data is None:
-            return None
-        parsed = files.parse(data.decode("utf-8", "replace"))
-        if parsed is not None and parsed.skipped:
-            log.warning("%s: unreadable item(s) left out: %s", rel, ", ".join(parsed.skipped))
-        return parsed
-
-    def _namespaces(self) -> list[tuple[str, files.Parsed]]:
-        """Every namespace file of the workspace, read, in path order."""
+    def _files(self, prefix: tuple[str, ...]) -> list[_File]:
+        """Every namespace file of the workspaces that may hold ``prefix``, read."""
         out = []
-        for rel, _ in self.memory.workspace.volume.list(files.FOLDER):
-            if files.is_store_file(rel):
-                parsed = self._read(rel)
-                if parsed is not None:
-                    out.append((rel, parsed))
+        for memory in self._places.under(prefix):
+            for rel, _ in memory.workspace.volume.list(files.FOLDER):
+                if files.is_store_file(rel):
+                    parsed = _read(memory, rel)
+                    if parsed is not None:
+                        out.append(_File(memory, rel, parsed))
         return out
+
+
+@dataclass(frozen=True, slots=True)
+class _File:
+    """A namespace file as read: its workspace, its path there, its contents."""
+
+    memory: Memory
+    rel: str
+    parsed: files.Parsed
+
+
+class _Places:
+    """Which workspace holds a namespace: the one given, or (``root`` set) the
+    group named by the namespace's first label, opened when first needed."""
+
+    def __init__(
+        self,
+        memory: Memory,
+        owns: bool,
+        root: Path | None = None,
+        settings: dict[str, Any] | None = None,
+    ) -> None:
+        self.memory, self.owns, self.root = memory, owns, root
+        self.settings = settings or {}
+        self.opened: dict[str, Memory] = {}
+
+    def of(self, namespace: tuple[str, ...], *, create: bool) -> Memory | None:
+        """The workspace of ``namespace`` (None: its group does not exist and
+        ``create`` is false)."""
+        if self.root is None:
+            return self.memory
+        group = namespace[0] if namespace else ""
+        if not GROUP_NAME.fullmatch(group):
+            if create:
+                check_group(group)  # raises InvalidInput, naming the rule
+            return None
+        if group not in self.opened:
+            if not create and not Workspace.locate(self.root, group).exists():
+                return None
+            self.opened[group] = Memory.open(self.root, group, **self.settings)
+        return self.opened[group]
+
+    def under(self, prefix: tuple[str, ...]) -> list[Memory]:
+        """The workspaces that may hold a namespace starting with ``prefix``."""
+        if self.root is None:
+            return [self.memory]
+        if prefix and prefix[0] != "*":
+            found = self.of(prefix, create=False)
+            return [found] if found else []
+        names = Groups(self.root, "main").names()
+        return [memory for name in names if (memory := self.of((name,), create=False))]
+
+    def close(self) -> None:
+        for memory in self.opened.values():
+            memory.close()
+        self.opened.clear()
+        if self.owns:
+            self.memory.close()
+
+
+def _read(memory: Memory, rel: str) -> files.Parsed | None:
+    data = memory.workspace.volume.read(rel)
+    if data is None:
+        return None
+    parsed = files.parse(data.decode("utf-8", "replace"))
+    if parsed is not None and parsed.skipped:
+        log.warning("%s: unreadable item(s) left out: %s", rel, ", ".join(parsed.skipped))
+    return parsed
+
+
+def _scores(
+    op: SearchOp, found: list[_File], candidates: list[tuple[int, files.Entry]]
+) -> dict[tuple[int, str], float]:
+    """The hybrid search's best score of each candidate it found for the query
+    (one search per workspace), keyed by (file number, key)."""
+    if not candidates or not op.query or not op.query.strip():
+        return {}
+    wanted = {(number, entry.key) for number, entry in candidates if entry.indexed}
+    numbers = {(id(file.memory), file.rel): number for number, file in enumerate(found)}
+    memories = {id(file.memory): file.memory for file in found}
+    k = min(MAX_K, max(100, 10 * (op.offset + op.limit)))
+    scores: dict[tuple[int, str], float] = {}
+    for memory in memories.values():
+        for hit in memory.search(op.query, k=k, layers=["semantic"]):
+            number = numbers.get((id(memory), hit.path))
+            key = (
+                None
+                if number is None
+                else found[number].parsed.key_at(hit.line_start, hit.line_end)
+            )
+            if number is not None and key is not None and (number, key) in wanted:
+                scores[(number, key)] = max(scores.get((number, key), hit.score), hit.score)
+    return scores
 
 
 def _applied(namespace: tuple[str, ...], old: str | None, puts: list[PutOp]) -> str | None:
