@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from ..errors import InvalidInput
 from ..model import parse_time_or_none
 
 __all__ = [
@@ -239,8 +240,6 @@ def _operator(value: Any, name: str, operand: Any) -> bool:
         return bool(value != operand)
     compare = _ORDER.get(name)
     if compare is None:
-        from ..errors import InvalidInput
-
         raise InvalidInput(f"unsupported filter operator {name!r}; use $eq $ne $gt $gte $lt $lte")
     numbers = all(isinstance(x, int | float) and not isinstance(x, bool) for x in (value, operand))
     strings = isinstance(value, str) and isinstance(operand, str)
