@@ -347,3 +347,13 @@ def test_with_groups_each_first_label_is_a_group_of_its_own(tmp_path: Path) -> N
 def test_groups_and_group_are_exclusive(tmp_path: Path) -> None:
     with pytest.raises(InvalidInput):
         MemstrataStore.open(tmp_path / "ws", "alice", groups=True)
+
+
+def test_a_hand_edit_under_an_open_store_is_read(store: MemstrataStore, tmp_path: Path) -> None:
+    store.put(("live",), "city", {"name": "Lisbon"})
+    assert store.get(("live",), "city").value == {"name": "Lisbon"}  # type: ignore[union-attr]
+    assert [item.value for item in store.search(("live",))] == [{"name": "Lisbon"}]
+    path = next((tmp_path / "ws").rglob("langgraph.live.*.md"))
+    path.write_text(path.read_text().replace('"Lisbon"', '"Porto, by hand"'))
+    assert store.get(("live",), "city").value == {"name": "Porto, by hand"}  # type: ignore[union-attr]
+    assert [item.value for item in store.search(("live",))] == [{"name": "Porto, by hand"}]

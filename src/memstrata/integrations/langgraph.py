@@ -32,6 +32,9 @@ How LangGraph's model maps onto memstrata:
   LangGraph's in-memory store does. ``filter`` takes LangGraph's operators.
   ``index=False`` keeps an item out of the ranking; a list of fields is taken
   as the whole value (memstrata indexes whole blocks).
+* Reads parse a namespace file again only when its size, mtime or inode
+  changed (a hand edit is seen at the next call; one that keeps all three,
+  within the file system's clock tick, is not).
 * Ops of one ``batch`` run in order (a get after a put sees it); results are
   in the order of the ops. ``abatch`` runs ``batch`` on a worker thread.
 * TTLs are not supported (``supports_ttl`` is False): LangGraph refuses a
@@ -59,6 +62,7 @@ from ..memory import Memory
 from ..memory.search import MAX_K
 from ..model import now
 from ..storage.access import Groups, check_group
+from ..storage.volume import Stat
 from ..storage.workspace import GROUP_NAME, Workspace
 from . import kv_files as files
 from . import require
@@ -94,6 +98,8 @@ class MemstrataStore(BaseStore):
         self.memory = memory
         self._places = _Places(memory, owns)
         self._lock = threading.Lock()
+        # Namespace files as last read, by (workspace, path): read again when their Stat changes.
+        self._read: dict[tuple[int, str], tuple[Stat, files.Parsed | None]] = {}
 
     @classmethod
     def open(
@@ -121,6 +127,7 @@ class MemstrataStore(BaseStore):
     def close(self) -> None:
         """Close the workspaces this store opened."""
         self._places.close()
+        self._read.clear()
 
     def __enter__(self) -> MemstrataStore:
         return self
@@ -167,7 +174,9 @@ class MemstrataStore(BaseStore):
     def _get(self, op: GetOp) -> Item | None:
         namespace = tuple(op.namespace)
         memory = self._places.of(namespace, create=False)
-        parsed = _read(memory, files.file_of(namespace)) if memory else None
+        rel = files.file_of(namespace)
+        stat = memory.workspace.volume.stat(rel) if memory else None
+        parsed = self._parsed(memory, rel, stat) if memory and stat else None
         entry = parsed.entries.get(op.key) if parsed else None
         return None if entry is None else _item(namespace, entry)
 
@@ -226,12 +235,21 @@ class MemstrataStore(BaseStore):
         """Every namespace file of the workspaces that may hold ``prefix``, read."""
         out = []
         for memory in self._places.under(prefix):
-            for rel, _ in memory.workspace.volume.list(files.FOLDER):
+            for rel, stat in memory.workspace.volume.list(files.FOLDER):
                 if files.is_store_file(rel):
-                    parsed = _read(memory, rel)
+                    parsed = self._parsed(memory, rel, stat)
                     if parsed is not None:
                         out.append(_File(memory, rel, parsed))
         return out
+
+    def _parsed(self, memory: Memory, rel: str, stat: Stat) -> files.Parsed | None:
+        """The namespace file ``rel`` of ``memory`` as it is at ``stat``."""
+        known = self._read.get((id(memory), rel))
+        if known is not None and known[0] == stat:
+            return known[1]
+        parsed = _read(memory, rel)
+        self._read[(id(memory), rel)] = (stat, parsed)
+        return parsed
 
 
 @dataclass(frozen=True, slots=True)
