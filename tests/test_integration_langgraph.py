@@ -357,3 +357,39 @@ def test_a_hand_edit_under_an_open_store_is_read(store: MemstrataStore, tmp_path
     path.write_text(path.read_text().replace('"Lisbon"', '"Porto, by hand"'))
     assert store.get(("live",), "city").value == {"name": "Porto, by hand"}  # type: ignore[union-attr]
     assert [item.value for item in store.search(("live",))] == [{"name": "Porto, by hand"}]
+
+
+CHILD = r"""
+import sys
+from memstrata.integrations.langgraph import MemstrataStore
+
+store = MemstrataStore.open(sys.argv[1], embedder="none")
+print("open", flush=True)
+for i in range(100_000):
+    store.put(("crash", f"ns{i % 3}"), f"k{i}", {"n": i, "pad": "x" * (i % 50)})
+    print(i, flush=True)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("acks", [1, 7, 40])
+def test_every_acknowledged_put_survives_sigkill(tmp_path: Path, acks: int) -> None:
+    import signal
+    import subprocess
+    import sys
+
+    ws = tmp_path / "ws"
+    with subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(ws)], stdout=subprocess.PIPE, text=True
+    ) as child:
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "open"
+        acked = [int(child.stdout.readline()) for _ in range(acks)]
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+    with MemstrataStore.open(ws, embedder="none") as store:
+        for i in acked:
+            item = store.get(("crash", f"ns{i % 3}"), f"k{i}")
+            assert item is not None and item.value["n"] == i, i
+        found = store.search(("crash",), limit=100_000)
+        assert {item.key for item in found} >= {f"k{i}" for i in acked}
