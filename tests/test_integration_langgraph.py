@@ -393,3 +393,22 @@ def test_every_acknowledged_put_survives_sigkill(tmp_path: Path, acks: int) -> N
             assert item is not None and item.value["n"] == i, i
         found = store.search(("crash",), limit=100_000)
         assert {item.key for item in found} >= {f"k{i}" for i in acked}
+
+
+def test_the_store_on_a_postgresql_workspace() -> None:
+    import postgres_server
+
+    url, tenant = postgres_server.app_url(), postgres_server.tenant("lg")
+    with MemstrataStore.open(url, tenant) as store:
+        store.put(("users", "ana"), "food", {"text": "Ana loves Neapolitan pizza", "n": 1})
+        store.put(("users", "ana"), "pet", {"text": "Ana's cat is called Miso", "n": 2})
+        store.put(("users", "bob"), "food", {"text": "Bob eats ramen", "n": 3})
+        assert store.get(("users", "ana"), "pet").value["n"] == 2  # type: ignore[union-attr]
+        assert store.list_namespaces() == [("users", "ana"), ("users", "bob")]
+        assert [i.key for i in store.search(("users",), filter={"n": {"$gte": 3}})] == ["food"]
+        ranked = store.search(("users", "ana"), query="what is the cat's name?")
+        assert ranked[0].key == "pet"
+        store.delete(("users", "bob"), "food")
+        assert store.list_namespaces() == [("users", "ana")]
+    with pytest.raises(InvalidInput):
+        MemstrataStore.open(url, groups=True)

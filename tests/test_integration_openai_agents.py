@@ -145,3 +145,24 @@ def test_a_runner_with_a_scripted_model_keeps_its_history_in_memstrata(memory: M
     turns = memory.sessions.turns("chat")
     text = json.dumps([turn.to_dict() for turn in turns])
     assert "Sunny in Lisbon" in text and '"name": "weather"' in text
+
+
+def test_a_session_on_a_postgresql_workspace() -> None:
+    import postgres_server
+
+    url, tenant = postgres_server.app_url(), postgres_server.tenant("agents")
+    with Memory.open(url, tenant, embedder="none") as memory:
+        session = MemstrataSession("s1", memory)
+
+        async def run() -> None:
+            await session.add_items([_user("one"), _answer("two")])
+            assert await session.pop_item() == _answer("two")
+            await session.add_items([_user("three")])
+            assert await session.get_items() == [_user("one"), _user("three")]
+
+        asyncio.run(run())
+    with Memory.open(url, tenant, embedder="none") as memory:
+        assert asyncio.run(MemstrataSession("s1", memory).get_items()) == [
+            _user("one"),
+            _user("three"),
+        ]
