@@ -166,3 +166,19 @@ def test_a_session_on_a_postgresql_workspace() -> None:
             _user("one"),
             _user("three"),
         ]
+
+
+def test_items_moved_to_the_archive_by_compaction_are_still_read(tmp_path: Path) -> None:
+    with Memory.open(tmp_path / "ws", session_max_turns=2, session_keep_turns=1) as memory:
+        session = MemstrataSession("long", memory)
+
+        async def run() -> list[Any]:
+            for number in range(6):
+                await session.add_items([_user(f"message {number}")])
+            await session.pop_item()
+            return await session.get_items()
+
+        items = asyncio.run(run())
+        assert items == [_user(f"message {number}") for number in range(5)]
+        assert (tmp_path / "ws" / "sessions" / "archive" / "long.jsonl").exists()
+        assert len(memory.sessions.turns("long")) < 7
