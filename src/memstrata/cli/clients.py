@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import os
-import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -81,6 +80,8 @@ def _exists(location: str, group: str | None) -> bool:
 
 def _program() -> str:
     """The running ``memstrata`` script, else the one on PATH, else the bare name."""
+    import shutil  # only when a snippet is printed: the CLI starts without it
+
     script = Path(sys.argv[0])
     if script.name == "memstrata" and script.is_file():
         return str(script.absolute())
