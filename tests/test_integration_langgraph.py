@@ -412,3 +412,15 @@ def test_the_store_on_a_postgresql_workspace() -> None:
         assert store.list_namespaces() == [("users", "ana")]
     with pytest.raises(InvalidInput):
         MemstrataStore.open(url, groups=True)
+
+
+def test_changing_a_returned_value_changes_nothing_stored(store: MemstrataStore) -> None:
+    store.put(("mut",), "k", {"list": [1], "nested": {"a": 1}})
+    got = store.get(("mut",), "k")
+    assert got is not None
+    got.value["list"].append(2)
+    got.value["nested"]["a"] = 99
+    store.search(("mut",))[0].value["new"] = True
+    again = store.get(("mut",), "k")
+    assert again is not None and again.value == {"list": [1], "nested": {"a": 1}}
+    assert store.search(("mut",))[0].value == {"list": [1], "nested": {"a": 1}}

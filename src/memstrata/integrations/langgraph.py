@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import logging
 import os
 import threading
@@ -368,8 +369,9 @@ def _applied(namespace: tuple[str, ...], old: str | None, puts: list[PutOp]) -> 
 
 
 def _item(namespace: tuple[str, ...], entry: files.Entry) -> Item:
+    """The caller's own copy (the entry stays cached, unchanged)."""
     return Item(
-        value=entry.value,
+        value=copy.deepcopy(entry.value),
         key=entry.key,
         namespace=namespace,
         created_at=entry.created_at,
@@ -378,9 +380,8 @@ def _item(namespace: tuple[str, ...], entry: files.Entry) -> Item:
 
 
 def _search_item(namespace: tuple[str, ...], entry: files.Entry, score: float | None) -> SearchItem:
-    return SearchItem(
-        namespace, entry.key, entry.value, entry.created_at, entry.updated_at, score=score
-    )
+    value = copy.deepcopy(entry.value)  # the caller's own copy, as in _item
+    return SearchItem(namespace, entry.key, value, entry.created_at, entry.updated_at, score=score)
 
 
 def _matches(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
