@@ -67,3 +67,13 @@ def test_filters() -> None:
     assert not files.matches_filter(value, {"missing": {"$lt": 1}})
     with pytest.raises(InvalidInput):
         files.matches_filter(value, {"n": {"$regex": "5"}})
+
+
+def test_text_a_person_put_above_the_header_does_not_hide_the_items() -> None:
+    entry = files.Entry("k", {"v": 1}, START, START)
+    text = "A note of mine.\n\n" + files.render(("ns",), [entry])
+    parsed = files.parse(text)
+    assert parsed is not None and parsed.namespace == ("ns",)
+    assert list(parsed.entries.values()) == [entry]
+    first, last = parsed.lines["k"]
+    assert text.split("\n")[first - 1] == "## k" and text.split("\n")[last - 1] == "```"

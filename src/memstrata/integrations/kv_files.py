@@ -29,6 +29,8 @@ Invariants:
 * ``parse`` never raises on a hand-edited file: an item whose JSON no longer
   parses, or that is not an object, is left out (and named in ``skipped``);
   a file without the header is not a store file (``None``).
+* A write renders the whole file from its items: a value edited by hand is
+  kept (it is the item), prose a person adds between the items is not.
 * ``render(parse(text))`` is stable: writing what was read changes nothing.
 """
 
@@ -132,11 +134,11 @@ def render(namespace: tuple[str, ...], entries: list[Entry]) -> str:
 def parse(text: str) -> Parsed | None:
     """The namespace and entries of a store file; ``None`` when it has no header."""
     rows = text.split("\n")
-    namespace = _namespace(rows[0] if rows else "")
-    if namespace is None:
+    header = next((n for n, row in enumerate(rows) if _namespace(row) is not None), None)
+    if header is None:
         return None
-    parsed = Parsed(namespace)
-    number = 1
+    parsed = Parsed(_namespace(rows[header]) or ())
+    number = header + 1
     while number < len(rows):
         meta = _meta(rows[number])
         if meta is None:
