@@ -41,6 +41,7 @@ from .base import (
     stdin_lines,
     workspace_options,
 )
+from .clients import attach as attach_print_config
 from .layers import core_group, notes_group, semantic_group, session_group, working_group
 from .search import context, reindex, search
 from .serve import bench, mcp, serve_command
@@ -507,6 +508,7 @@ for _command in (
     import_command,
 ):
     cli.add_command(_command)
+attach_print_config(mcp)  # mcp --print-config CLIENT
 
 
 def main() -> None:
