@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..errors import InvalidInput, NotFound
 from ..memory import Memory
-from .apply import ImportReport, Opener, Progress, apply
+from .apply import ImportReport, Progress, apply
 from .base import Record
 
 __all__ = ["KINDS", "ImportReport", "import_source", "read_source"]
@@ -67,7 +67,7 @@ def import_source(
     *,
     dry_run: bool = False,
     move: bool = False,
-    open_group: Opener | None = None,
+    open_group: Callable[[str], Memory | None] | None = None,
     progress: Progress | None = None,
 ) -> ImportReport:
     """Import ``source``, read as ``kind``, into ``memory`` (see the module).

@@ -35,6 +35,7 @@ from ..errors import InvalidInput, NotFound
 from ..memory import Memory
 from ..model import Source, clean_session, clean_text, dedupe_key, normalize_category, now
 from ..storage.access import allowed
+from ..storage.workspace import template_bytes
 from .base import Document, Fact, Record, Skip, TurnRecord
 
 __all__ = ["LEDGER", "ImportReport", "apply"]
@@ -238,13 +239,14 @@ def _document(record: Document, target: _Target, report: ImportReport) -> dict[s
         target.docs.add(record.path)
         return {"what": "document", "path": record.path}
     if report.dry_run:
-        _check_absent(record, target.memory.workspace.volume.read(record.path))
+        _check_absent(
+            record, _existing(record.path, target.memory.workspace.volume.read(record.path))
+        )
         target.docs.add(record.path)
         return {"what": "document", "path": record.path}
 
     def edit(old: str | None) -> str:
-        if old is not None:
-            _check_absent(record, old.encode("utf-8"))
+        _check_absent(record, _existing(record.path, None if old is None else old.encode()))
         return record.text
 
     target.memory.documents.edit_file(record.path, edit, source=Source.IMPORT)
@@ -253,11 +255,18 @@ def _document(record: Document, target: _Target, report: ImportReport) -> dict[s
     return {"what": "document", "path": record.path}
 
 
+def _existing(path: str, data: bytes | None) -> bytes | None:
+    """The file's bytes, None when it is absent or still the template ``init`` wrote."""
+    return None if data is None or data == template_bytes(path) else data
+
+
 def _check_absent(record: Document, data: bytes | None) -> None:
+    """``_Exists`` unless the file is absent; ``same`` when it holds the text
+    (or begins with it: a daily note the imported turns of that day went on)."""
     if data is None:
         return
     old = data.decode("utf-8", "replace").replace("\r\n", "\n")
-    raise _Exists(old in (record.text, redact(record.text).text))
+    raise _Exists(any(old.startswith(text) for text in (record.text, redact(record.text).text)))
 
 
 def _finish(target: _Target, report: ImportReport) -> None:
