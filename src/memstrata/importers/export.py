@@ -1,7 +1,7 @@
 """Exporters: leaving memstrata as easily as arriving (``memstrata export KIND DEST``).
 
 * ``jsonl``: the live facts, one JSON object a line, ``{"text", "category",
-  "created_at", "session"?, "user"?}``, oldest first (then by text), into a
+  "created_at", "session"?, "user"?}``, oldest first (then by text, user...), into a
   new file; ``import jsonl`` of it, then ``export jsonl`` again, gives the same
   bytes (the ids are this workspace's own, so they are not written);
 * ``openclaw`` / ``markdown``: OpenClaw's layout in a new or empty folder:
@@ -42,9 +42,14 @@ def fact_line(item: Item) -> dict[str, Any]:
     return data
 
 
+def _order(item: Item) -> tuple[Any, ...]:
+    """Oldest first, then by what a line says (never by id: ids are per workspace)."""
+    return (item.created_at, item.text, item.user or "", item.category, item.session or "")
+
+
 def export_jsonl(memory: Memory, dest: Path) -> list[str]:
     """Write the live facts to the new file ``dest``; the lines written."""
-    items = sorted(memory.list(), key=lambda item: (item.created_at, item.text, item.id))
+    items = sorted(memory.list(), key=_order)
     lines = [json.dumps(fact_line(item), ensure_ascii=False) for item in items]
     data = "".join(line + "\n" for line in lines).encode("utf-8")
     target = DiskVolume(dest.expanduser().parent)
