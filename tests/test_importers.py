@@ -328,7 +328,13 @@ def q15_source(root: Path) -> None:
                     }
                 ],
             },
-            {"role": "assistant", "parts": [{"type": "text", "text": "x is found"}]},
+            {
+                "role": "assistant",
+                "parts": [
+                    {"type": "text", "text": "x is found"},
+                    {"type": "citation", "source": "https://example.org/x"},  # a later part type
+                ],
+            },
         ],
     }
     v2 = {
@@ -376,6 +382,10 @@ def test_q15_history_and_layers_are_copied_and_q15s_files_kept(tmp_path: Path) -
         kinds = [p["type"] for p in parts]
         assert kinds == ["text", "reasoning", "tool_call", "tool_result", "text"]
         assert turns[2].created_at == datetime(2026, 3, 1, 10, 2, tzinfo=UTC)
+        assert turns[2].meta["q15"]["schema_version"] == 3
+        assert turns[2].meta["q15"]["other_parts"] == [
+            {"type": "citation", "source": "https://example.org/x"}
+        ]
         assert memory.core.read("user") == "# User\nAda, a pilot.\n"
     assert (target / "semantic" / "facts.md").read_text() == "- Ada flies a Cessna\n"
     assert (target / "notes" / "zettel" / "cessna.md").exists()

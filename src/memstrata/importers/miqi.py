@@ -154,7 +154,7 @@ def _session(path: Path, rel: str, fallback: str) -> Iterator[Record]:
         if not isinstance(value, Mapping):
             yield Skip(where, "not a JSON object")
         elif value.get("_type") == "metadata":
-            session = _session_key(value.get("key")) or session
+            session = _session_key(value.get("key") or value.get("session_key")) or session
         elif isinstance(value.get("role"), str):
             messages.append((where, value))
         else:

@@ -24,6 +24,7 @@ from typing import Any
 
 from ..migrations.transcripts import q15_turn
 from ..storage.access import allowed
+from ..stores.transcripts import PART_TYPES, ROLES
 from .apply import ImportReport
 from .base import Document, Record, Skip, TurnRecord, read_text, stable_key
 
@@ -53,7 +54,8 @@ def _turn(path: Path, rel: str) -> Record:
     if text is None:
         return Skip(rel, "not UTF-8 text")
     try:
-        turn = q15_turn(json.loads(text), rel)
+        record, aside = _known_parts(json.loads(text))
+        turn = q15_turn(record, rel)
     except (ValueError, TypeError, KeyError) as exc:
         return Skip(rel, f"not a q15 turn: {exc}")
     parts = {"user": [], "assistant": [], "reasoning": []}  # type: dict[str, list[str]]
@@ -72,9 +74,36 @@ def _turn(path: Path, rel: str) -> Record:
         reasoning="\n".join(parts["reasoning"]) or None,
         tool_calls=calls,
         tool_results=results,
-        meta={"q15": {"id": turn.id, "seq": turn.seq, "file": rel}},
+        meta={"q15": {"id": turn.id, "seq": turn.seq, "file": rel} | aside},
         at=turn.created_at,
     )
+
+
+def _known_parts(record: Any) -> tuple[Any, dict[str, Any]]:
+    """``record`` with the parts and messages memstrata has no type for set
+    aside (a later schema's), and what was set aside (kept in the turn's meta)."""
+    if not isinstance(record, dict) or not isinstance(record.get("messages"), list):
+        return record, {}
+    messages, other_parts, other_messages = [], [], []
+    for message in record["messages"]:
+        if not isinstance(message, dict) or message.get("role") not in ROLES:
+            other_messages.append(message)
+        elif isinstance(message.get("parts"), list):
+            parts = [
+                p for p in message["parts"] if isinstance(p, dict) and p.get("type") in PART_TYPES
+            ]
+            other_parts += [p for p in message["parts"] if p not in parts]
+            messages.append(message | {"parts": parts})
+        else:
+            messages.append(message)
+    aside: dict[str, Any] = {}
+    if other_parts:
+        aside["other_parts"] = other_parts
+    if other_messages:
+        aside["other_messages"] = other_messages
+    if "schema_version" in record:
+        aside["schema_version"] = record["schema_version"]
+    return record | {"messages": messages}, aside
 
 
 def _part(
