@@ -124,7 +124,11 @@ _FACT = st.fixed_dictionaries(
 @settings(
     max_examples=30,
     deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.function_scoped_fixture,
+    ],
 )
 @given(facts=st.lists(_FACT, max_size=8))
 def test_export_import_export_of_the_generic_jsonl_is_identical(
