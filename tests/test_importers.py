@@ -627,3 +627,13 @@ def test_an_unknown_kind_and_a_missing_source_are_one_line_errors(tmp_path: Path
             import_source("jsonl", tmp_path / "nope.jsonl", memory)
         with pytest.raises(InvalidInput, match="--move"):
             import_source("jsonl", tmp_path, memory, move=True)
+
+
+def test_a_folder_kind_given_a_file_says_so(tmp_path: Path) -> None:
+    from memstrata.errors import InvalidInput
+
+    (tmp_path / "snapshot.json").write_text("{}")
+    with Memory.open(tmp_path / "ws", **FAST) as memory:
+        for kind in ("miqi", "qracer", "q15", "qanot", "nanoclaw"):
+            with pytest.raises(InvalidInput, match=f"{kind} reads a folder"):
+                import_source(kind, tmp_path / "snapshot.json", memory)

@@ -45,6 +45,9 @@ def _kinds() -> dict[str, Reader]:
 KINDS = ("miqi", "qracer", "q15", "qanot", "nanoclaw", "openclaw", "markdown", "jsonl", "mem0")
 
 
+_FOLDER_KINDS = ("miqi", "qracer", "q15", "qanot", "nanoclaw")
+
+
 def read_source(kind: str, source: str | os.PathLike[str]) -> list[Record]:
     """Every record of ``source`` read as ``kind`` (``InvalidInput`` for an unknown
     kind, ``NotFound`` for a source that is not there). Reads only."""
@@ -54,6 +57,8 @@ def read_source(kind: str, source: str | os.PathLike[str]) -> list[Record]:
     path = Path(source).expanduser()
     if not path.exists():
         raise NotFound(f"no such file or folder: {path}")
+    if kind in _FOLDER_KINDS and not path.is_dir():
+        raise InvalidInput(f"{kind} reads a folder (its workspace), and {path} is a file")
     try:
         return list(readers[kind](path))
     except OSError as exc:
