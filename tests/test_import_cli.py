@@ -170,3 +170,35 @@ def test_import_into_postgresql_and_export_the_openclaw_layout(tmp_path: Path) -
         ]
         written = export_markdown(memory, tmp_path / "out")
     assert "MEMORY.md" in written and "memory/2026-02-13.md" in written
+
+
+def test_progress_is_reported_per_item_and_shown_only_on_a_terminal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+    import sys
+
+    from memstrata.cli.importers import _progress
+
+    source = tmp_path / "many.jsonl"
+    source.write_text("".join(json.dumps({"text": f"fact number {n}"}) + "\n" for n in range(150)))
+    seen: list[tuple[int, int]] = []
+    with Memory.open(tmp_path / "ws", **FAST) as memory:
+        import_source(
+            "jsonl", source, memory, progress=lambda done, total: seen.append((done, total))
+        )
+    assert seen == [(n, 150) for n in range(1, 151)]
+    with _progress(as_json=False) as bar:
+        assert bar is None  # not a terminal (pytest's stderr)
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setattr(sys, "stderr", Terminal())
+    with _progress(as_json=True) as bar:
+        assert bar is None  # --json: nothing but the JSON
+    with _progress(as_json=False) as bar:
+        assert bar is not None
+        for done in range(1, 151):
+            bar(done, 150)
