@@ -637,3 +637,21 @@ def test_a_folder_kind_given_a_file_says_so(tmp_path: Path) -> None:
         for kind in ("miqi", "qracer", "q15", "qanot", "nanoclaw"):
             with pytest.raises(InvalidInput, match=f"{kind} reads a folder"):
                 import_source(kind, tmp_path / "snapshot.json", memory)
+
+
+def test_turns_compacted_into_the_archive_are_not_imported_again(tmp_path: Path) -> None:
+    source, target = tmp_path / "qracer", tmp_path / "ws"
+    lines = []
+    for turn in range(1, 9):
+        lines.append({"turn": turn, "role": "user", "content": f"question {turn}", "ts": turn})
+        lines.append({"turn": turn, "role": "assistant", "content": f"answer {turn}", "ts": turn})
+    write(source, "sessions/long.jsonl", jsonl(*lines))
+    small = {"session_max_turns": 3, "session_keep_turns": 1, **FAST}
+    with Memory.open(target, **small) as memory:
+        first = import_source("qracer", source, memory)
+        assert first.counts()["turn"] == 8
+        assert len(memory.sessions.turns("long")) < 8  # compacted: the rest in the archive
+        again = import_source("qracer", source, memory)
+        assert again.taken == [] and len(again.skipped) == 8
+        archived = memory.sessions.turns("long", archived=True)
+        assert [t.text_of("user") for t in archived] == [f"question {n}" for n in range(1, 9)]
