@@ -21,6 +21,7 @@ RANKS: list[tuple[str, set[str]]] = [
     # postgres: the Index and FactStore backends on PostgreSQL (imports index, stores, storage)
     ("services", {"index", "context", "migrations", "postgres"}),
     ("facade", {"memory"}),
+    ("importers", {"importers"}),  # other agents' memory, through the facade's public API
     (
         "entry points",
         {"cli", "tools", "mcp_server", "integrations", "doctor", "demo", "benchmarks", "__main__"},
