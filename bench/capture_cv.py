@@ -45,10 +45,10 @@ TEST_AUTHORS = ("blind", "template", "hand")
 VARIANTS: dict[str, dict[str, Any]] = {
     "shipped": {},
     "no_rule_features": {"rule_features": False},
-    "threshold_0.7": {"threshold": 0.7},
-    "threshold_0.3": {"threshold": 0.3},
-    "min_count_1": {"min_count": 1},
-    "l2_1e-2": {"l2": 1e-2},
+    "threshold_0.4": {"threshold": 0.4},
+    "threshold_0.6": {"threshold": 0.6},
+    "positive_weight_3": {"positive_weight": 3.0},
+    "l2_1e-3": {"l2": 1e-3},
 }
 
 Counts = dict[str, list[int]]

@@ -6,9 +6,10 @@ in a message, on a sentence that no pack veto matches. It is logistic
 regression, one weight vector per category, over
 
 * word features of the lower-cased text: tokens (every CJK character is a
-  token, digits collapse to ``0``), their first four letters (a crude stem
-  for Russian and Uzbek endings), and adjacent token pairs, with ``^`` / ``$``
-  marking the start and the end;
+  token), for a word of five letters or more its
+  first four letters (``stem~``, a crude stem for Russian and Uzbek endings)
+  and its letter trigrams (``abc#``), and adjacent token pairs (``a b``), with
+  ``^`` / ``$`` marking the start and the end;
 * the rules' own verdicts: one feature per category the rules found.
 
 Weights are trained by ``bench/train_capture.py`` (numpy, fixed seed, no
@@ -26,6 +27,7 @@ rules found.
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Collection, Sequence
 from functools import lru_cache
 from importlib import resources
@@ -49,13 +51,15 @@ THRESHOLD = 0.5
 _TOKEN = re.compile(
     r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]|[^\W\d_]+|\d+|[?？!！:：,，;；—-]"
 )
-_DIGITS = re.compile(r"\d+")
+_WORDS = re.compile(r"[^\W\d_]+|\d+|[?？!！:：,，;；—-]")  # _TOKEN for text without CJK
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_CACHED = 1 << 16  # tokens whose summed weights are kept
 _SENTENCE_END = re.compile(r"[.!?…]+(?=\s)|[。！？；\n]+|[.!?…]+$")
 
 
 def tokens(text: str) -> list[str]:
     """The tokens of ``text``, lower-cased, between ``^`` and ``$``."""
-    found = _TOKEN.findall(_DIGITS.sub("0", text.lower()))
+    found = (_TOKEN if _CJK.search(text) else _WORDS).findall(text.lower())
     return ["^", *found, "$"]
 
 
@@ -64,13 +68,25 @@ def features(text: str) -> list[str]:
     toks = tokens(text)
     stems = [tok[:4] + "~" for tok in toks if len(tok) > 4]
     pairs = [f"{a} {b}" for a, b in zip(toks, toks[1:], strict=False)]
+    stems += [f"{w[i : i + 3]}#" for w in toks if len(w) > 4 for i in range(len(w) - 2)]
     return toks + stems + pairs
 
 
 class Model:
     """Weights for ``DURABLE``: one row per feature name, then rule rows, bias."""
 
-    __slots__ = ("np", "index", "pairs", "weights", "rules", "bias", "cut")
+    __slots__ = (
+        "np",
+        "index",
+        "pairs",
+        "weights",
+        "rules",
+        "bias",
+        "cut",
+        "seen",
+        "vectors",
+        "lock",
+    )
 
     def __init__(
         self,
@@ -92,17 +108,55 @@ class Model:
                 self.index[name] = row
         self.weights, self.rules, self.bias = weights, rules, bias
         self.cut = float(numpy.log(threshold / (1.0 - threshold)))
+        # token -> row of ``vectors``: the sum of its token, stem and trigram weights
+        self.seen: dict[str, int] = {}
+        self.vectors = numpy.zeros((_CACHED, len(DURABLE)), dtype=numpy.float32)
+        self.lock = threading.Lock()
+
+    def _rows(self, token: str) -> list[int]:
+        """The rows of ``weights`` a token's own features (not its pairs) use."""
+        get, names = self.index.get, [token]
+        if len(token) > 4:
+            names.append(token[:4] + "~")
+            names += [token[i : i + 3] + "#" for i in range(len(token) - 2)]
+        return [row for name in names if (row := get(name)) is not None]
+
+    def _vector(self, token: str) -> Any:
+        """The summed weights of ``token``, cached (a row of ``vectors``) while room lasts."""
+        with self.lock:
+            slot = self.seen.get(token)
+            if slot is not None:
+                return slot
+            vector = self.weights[self._rows(token)].sum(axis=0, dtype=self.np.float32)
+            if len(self.seen) >= _CACHED:
+                return vector
+            slot = len(self.seen)
+            self.vectors[slot] = vector  # written before the token is published
+            self.seen[token] = slot
+            return slot
 
     def logits(self, text: str, hits: Collection[str]) -> np.ndarray:
         """One logit per ``DURABLE`` category for ``text`` whose rules found ``hits``."""
         toks = tokens(text)
-        get, pget = self.index.get, self.pairs.get
-        rows = [row for tok in toks if (row := get(tok)) is not None]
-        rows += [row for tok in toks if len(tok) > 4 and (row := get(tok[:4] + "~")) is not None]
-        rows += [
+        seen, pget = self.seen.get, self.pairs.get
+        found = [seen(tok) for tok in toks]
+        slots = [slot for slot in found if slot is not None]
+        extra = []
+        if len(slots) < len(found):  # tokens met for the first time
+            for token in (tok for tok, slot in zip(toks, found, strict=True) if slot is None):
+                vector = self._vector(token)
+                if isinstance(vector, int):
+                    slots.append(vector)
+                else:
+                    extra.append(vector)
+        rows = [
             row for pair in zip(toks, toks[1:], strict=False) if (row := pget(pair)) is not None
         ]
-        total = self.bias + self.weights[rows].sum(axis=0, dtype=self.np.float32)
+        total = self.bias + self.vectors[slots].sum(axis=0)
+        if rows:
+            total = total + self.weights[rows].sum(axis=0, dtype=self.np.float32)
+        for vector in extra:
+            total = total + vector
         for position, category in enumerate(RULE_CATEGORIES):
             if category in hits:
                 total = total + self.rules[position]
