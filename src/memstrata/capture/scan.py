@@ -19,6 +19,10 @@ Guarantees:
   rule's own ``unless`` patterns match;
 * with ``languages=None`` the packs are picked by script: Cyrillic runs ``ru``,
   CJK runs ``zh``, any other text runs ``en`` and ``uz``;
+* with ``learned=True`` (the default) the learned scorer (``scorer.py``) then
+  adds the durable categories the rules missed, each on one sentence of the
+  message that no pack's vetoes match; it never removes a rule's entry, and
+  with explicit ``languages`` it runs only on text of their script;
 * every pattern is compiled once: one alternation per category per language,
   one veto pattern per language. A bad pack raises ``InvalidInput`` naming
   the file and the rule; the scanner itself never raises on any text.
