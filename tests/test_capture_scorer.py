@@ -127,7 +127,11 @@ def test_the_shipped_weights_are_small_and_match_the_features() -> None:
         assert np.allclose(model.logits(text, ()), expected, atol=1e-3)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(st.text(max_size=300), st.sets(st.sampled_from(sorted(scorer.DURABLE))))
 def test_additions_never_raise_nor_repeat_the_rules(text: str, hits: set[str]) -> None:
     for category, (start, end) in scorer.additions(text, hits):
