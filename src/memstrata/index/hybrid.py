@@ -15,9 +15,8 @@ and (optionally) recency.
 4. Factors: the source's weight (the user's words count most, tool output
    least), the layer's (raw logs a little less than curated memory), a
    speaker the query names, a date the query names, recency.
-5. Optional diversity across sessions (MMR-like).
-
-With no embedder it is BM25 alone (step 1 has one list), and the caller says so.
+5. Optional diversity across sessions (MMR-like). With no embedder it is BM25
+   alone (step 1 has one list), and the caller says so.
 """
 
 from __future__ import annotations
@@ -39,6 +38,8 @@ from .text import query_terms
 
 if TYPE_CHECKING:
     import numpy as np
+
+    from .why import Why
 
 __all__ = ["CandidateSource", "Filters", "Hit", "Ranked", "Vectors", "Weights", "hybrid"]
 
@@ -383,8 +384,9 @@ def hybrid(
     weights: Weights = Weights(),  # noqa: B008 - frozen
     now: datetime | None = None,
     line_of: Callable[[Chunk], tuple[int, int]] | None = None,
+    why: Why | None = None,
 ) -> list[Hit]:
-    """The ``k`` best chunks for ``query`` that ``filters`` accept."""
+    """The ``k`` best chunks for ``query`` that ``filters`` accept (``why``: ``index.why``)."""
     chunks = index.chunks
     wide = max(weights.candidates, 4 * k)
     terms = query_terms(query)
@@ -457,6 +459,8 @@ def hybrid(
     scored.sort(key=lambda pair: (-pair[0], pair[1]))
     if weights.diversity:
         scored = _diversify(scored, chunks, weights.diversity, k)
+    if why is not None:
+        why.finish(index, query, (words, nearest), fused, scored[:k], weights, now)
     return [_hit(chunks[cid], score, line_of) for score, cid in scored[:k]]
 
 
