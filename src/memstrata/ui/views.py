@@ -1,0 +1,297 @@
+"""The pages of the inspector: each view takes the query's values and gives a
+template and its data; each verb writes through ``Memory`` and names the page
+to go to.
+
+Invariants:
+
+* Views only read (``pages``, ``history``, ``Memory``'s reads); verbs call
+  ``Memory.supersede``, ``forget`` or ``restore`` (journaled, fsynced before
+  they return) and nothing else writes.
+* Every number a person types is checked here (``InvalidInput`` names it).
+* A file is named by the person (``/file?path=``) and goes through the path
+  guard; a note by its name among ``memory.notes.list()``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+from urllib.parse import quote
+
+from ..doctor import diagnose
+from ..errors import InvalidInput, MemstrataError, NotFound
+from ..index.why import Why
+from ..memory import Memory
+from ..storage.layers import SEARCHABLE
+from ..stores.core import FILES as CORE_FILES
+from .history import Timeline
+from .pages import PER_PAGE, FactFilter, Pages, read_guarded
+
+__all__ = ["Views"]
+
+View = tuple[str, dict[str, Any]]
+TURNS_PER_PAGE = 50
+AUDIT_LIMIT = 200
+MAX_BUDGET = 1_000_000
+DEFAULT_LAYERS = ("long_term", "semantic", "notebook", "daily_notes", "lessons", "transcripts")
+
+
+def _int(params: dict[str, str], name: str, default: int, low: int, high: int) -> int:
+    raw = params.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise InvalidInput(f"{name} must be a whole number, not {raw[:20]!r}") from None
+    if not low <= value <= high:
+        raise InvalidInput(f"{name} must be between {low} and {high}")
+    return value
+
+
+def _lines(value: str) -> tuple[int, int]:
+    if not value:
+        return 0, 0
+    first, _, last = value.partition("-")
+    try:
+        start = int(first)
+        end = int(last) if last else start
+    except ValueError:
+        raise InvalidInput(f"lines must be N or N-M, not {value[:20]!r}") from None
+    return start, max(start, end)
+
+
+class Views:
+    """The views and verbs (see the module)."""
+
+    def __init__(self, memory: Memory, pages: Pages, timeline: Timeline) -> None:
+        self.memory = memory
+        self.pages = pages
+        self.timeline = timeline
+
+    # -- overview -------------------------------------------------------------------
+
+    def overview(self, params: dict[str, str]) -> View:
+        memory = self.memory
+        status = memory.status()
+        stats = self.pages.overview()
+        sessions = memory.sessions.list()
+        layers = [
+            ("long-term facts (live)", stats.live),
+            ("superseded facts", stats.superseded),
+            ("forgotten (restorable)", stats.forgotten),
+            ("sessions", len(sessions)),
+            ("turns", sum(info.turns + info.archived for info in sessions)),
+            ("semantic files", len(memory.workspace.volume.list("semantic/"))),
+            ("notebook notes", len(memory.notes.list())),
+            ("lessons", status.lessons),
+        ]
+        compactions = [info for info in sessions if info.archived][:10]
+        return "overview.html", {
+            "title": "Overview",
+            "status": status,
+            "stats": stats,
+            "layers": layers,
+            "compactions": compactions,
+            "summaries": self.pages.summaries(),
+            "health": self._health(),
+        }
+
+    def _health(self) -> list[dict[str, str]]:
+        if self.memory.workspace.volume.local is None:
+            return [{"level": "info", "check": "doctor", "message": "not run on a database"}]
+        try:
+            findings = diagnose(self.memory.workspace)
+        except MemstrataError as exc:
+            return [{"level": "error", "check": "doctor", "message": str(exc)}]
+        return [{"level": f.level.value, "check": f.check, "message": f.message} for f in findings]
+
+    # -- facts ------------------------------------------------------------------------
+
+    def facts(self, params: dict[str, str]) -> View:
+        wanted = FactFilter.parse(params)
+        page = _int(params, "page", 1, 1, 10**9)
+        items, total = self.pages.facts(wanted, page)
+        return "facts.html", {
+            "title": "Facts",
+            "items": items,
+            "total": total,
+            "page": page,
+            "pages": max(1, math.ceil(total / PER_PAGE)),
+            "filter": wanted,
+            "facets": self.pages.facets(),
+        }
+
+    def fact(self, params: dict[str, str], item_id: str) -> View:
+        item, forgotten_at = self.pages.fact(item_id)
+        events = self.timeline.of(item.id)
+        newer = None
+        if item.superseded_by:
+            try:
+                newer, _ = self.pages.fact(item.superseded_by)
+            except NotFound:
+                newer = None
+        return "fact.html", {
+            "title": f"Fact {item.id}",
+            "item": item,
+            "forgotten_at": forgotten_at,
+            "events": events,
+            "newer": newer,
+            "older": self.pages.replaced(item.id),
+            "done": params.get("done", ""),
+        }
+
+    def correct(self, form: dict[str, str], item_id: str) -> str:
+        text = form.get("text", "").strip()
+        if not text:
+            raise InvalidInput("the corrected text is empty")
+        category = form.get("category", "").strip() or None
+        new = self.memory.supersede(item_id, text, category=category)
+        return f"/facts/{quote(new.id, safe='')}?done=corrected"
+
+    def forget(self, form: dict[str, str], item_id: str) -> str:
+        item = self.memory.forget(item_id)
+        return f"/facts/{quote(item.id, safe='')}?done=forgotten"
+
+    def restore(self, form: dict[str, str], item_id: str) -> str:
+        item = self.memory.restore(item_id)
+        return f"/facts/{quote(item.id, safe='')}?done=restored"
+
+    # -- search -----------------------------------------------------------------------
+
+    def search(self, params: dict[str, str]) -> View:
+        query = params.get("q", "").strip()
+        k = _int(params, "k", 10, 1, 50)
+        chosen = [layer for layer in params.get("layers", "").split(",") if layer]
+        unknown = set(chosen) - SEARCHABLE
+        if unknown:
+            raise InvalidInput(f"unknown layer {', '.join(sorted(unknown))}")
+        superseded = params.get("superseded") == "1"
+        hits: list[Any] = []
+        why = Why()
+        if query:
+            found = self.memory.search(
+                query, k=k, layers=chosen or None, include_superseded=superseded, why=why
+            )
+            hits = [
+                {"hit": hit, "why": explained, "link": _citation_link(hit)}
+                for hit, explained in zip(found, why.hits, strict=True)
+            ]
+        return "search.html", {
+            "title": "Search",
+            "query": query,
+            "k": k,
+            "hits": hits,
+            "layers": sorted(SEARCHABLE - {"session_state"}),
+            "chosen": chosen,
+            "superseded": superseded,
+            "embedder": self.memory.settings.embedder,
+        }
+
+    # -- sessions ---------------------------------------------------------------------
+
+    def sessions(self, params: dict[str, str]) -> View:
+        found = self.memory.sessions.list()
+        page = _int(params, "page", 1, 1, 10**9)
+        start = (page - 1) * PER_PAGE
+        return "sessions.html", {
+            "title": "Sessions",
+            "sessions": found[start : start + PER_PAGE],
+            "total": len(found),
+            "page": page,
+            "pages": max(1, math.ceil(len(found) / PER_PAGE)),
+        }
+
+    def session(self, params: dict[str, str], session: str) -> View:
+        data = self.pages.session(session)
+        turns = data["turns"]
+        pages = max(1, math.ceil(len(turns) / TURNS_PER_PAGE))
+        wanted = params.get("turn", "")
+        at = next((n for n, turn in enumerate(turns) if turn.id == wanted), None)
+        default = pages if at is None else at // TURNS_PER_PAGE + 1
+        page = _int(params, "page", default, 1, pages)
+        start = (page - 1) * TURNS_PER_PAGE
+        audit = data["audit"]
+        return "session.html", {
+            "title": f"Session {session}",
+            "session": session,
+            **data,
+            "turns": turns[start : start + TURNS_PER_PAGE],
+            "page": page,
+            "pages": pages,
+            "audit": audit[-AUDIT_LIMIT:],
+            "audit_total": len(audit),
+            "target": wanted,
+        }
+
+    # -- layers and files ---------------------------------------------------------------
+
+    def layers(self, params: dict[str, str]) -> View:
+        memory = self.memory
+        volume = memory.workspace.volume
+        groups = {
+            "core": [f"core/{name}" for name in CORE_FILES.values()],
+            "working": ["working/WORKING_MEMORY.md"],
+            "long-term": ["MEMORY.md"],
+            "daily notes": [rel for rel, _ in volume.list("memory/") if rel.endswith(".md")][-31:],
+            "semantic": [rel for rel, _ in volume.list("semantic/") if rel.endswith(".md")],
+            "notebook": [note.rel for note in memory.notes.list()],
+            "summaries": [rel for rel, _ in volume.list("summaries/") if rel.endswith(".md")],
+        }
+        prompt = params.get("prompt", "")
+        budget = _int(params, "budget", 2000, 1, MAX_BUDGET)
+        context = None
+        if "budget" in params:
+            session = params.get("session", "").strip() or None
+            context = memory.build_context(prompt, session=session, budget_tokens=budget)
+        return "layers.html", {
+            "title": "Layers",
+            "groups": groups,
+            "prompt": prompt,
+            "budget": budget,
+            "context": context,
+        }
+
+    def file(self, params: dict[str, str]) -> View:
+        rel, text = read_guarded(self.memory, params.get("path", ""))
+        start, end = _lines(params.get("lines", ""))
+        return "file.html", {
+            "title": rel,
+            "rel": rel,
+            "text": text,
+            "lines": text.splitlines(),
+            "start": start,
+            "end": end,
+            "raw": params.get("view") == "raw" or start > 0 or not rel.endswith(".md"),
+            "backlinks": [],
+        }
+
+    def note(self, params: dict[str, str], name: str) -> View:
+        notes = self.memory.notes.list()
+        note = next((n for n in notes if n.name == name), None)
+        if note is None:
+            note = next((n for n in notes if n.name.casefold() == name.casefold()), None)
+        if note is None:
+            raise NotFound(f"no note named {name[:60]!r}")
+        rel, text = read_guarded(self.memory, note.rel)
+        return "file.html", {
+            "title": note.name,
+            "rel": rel,
+            "text": text,
+            "lines": text.splitlines(),
+            "start": 0,
+            "end": 0,
+            "raw": params.get("view") == "raw",
+            "backlinks": self.memory.notes.backlinks(note.name),
+        }
+
+
+def _citation_link(hit: Any) -> str:
+    """Where a hit opens: the file at its lines, or the session at its turn."""
+    if hit.layer == "transcripts" and hit.session:
+        turn = f"?turn={quote(hit.ref, safe='')}" if hit.ref else ""
+        anchor = f"#turn-{quote(hit.ref, safe='')}" if hit.ref else ""
+        return f"/sessions/{quote(hit.session, safe='')}{turn}{anchor}"
+    lines = f"&lines={hit.line_start}-{hit.line_end}" if hit.line_start else ""
+    anchor = f"#L{hit.line_start}" if hit.line_start else ""
+    return f"/file?path={quote(hit.path, safe='')}{lines}{anchor}"
