@@ -44,6 +44,7 @@ from ..errors import (
     InvalidInput,
     MemstrataError,
     NotFound,
+    StorageError,
 )
 from ..memory import Memory
 from .history import Timeline
@@ -72,6 +73,7 @@ _STATUS: list[tuple[type[MemstrataError], int]] = [
     (NotFound, 404),
     (Conflict, 409),
     (BackendUnavailable, 503),
+    (StorageError, 503),
 ]
 MAX_FORM_BYTES = 64 * 1024
 

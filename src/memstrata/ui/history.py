@@ -27,6 +27,7 @@ from typing import Any
 from ..memory import Memory
 from ..model import parse_time_or_none
 from ..storage.workspace import LTM_AUDIT
+from ..stores.longterm import OP_DELETE
 
 __all__ = ["Event", "Timeline"]
 
@@ -107,7 +108,7 @@ def _parse(line: bytes) -> dict[str, Any] | None:
 
 
 def _names(record: dict[str, Any], item_id: str) -> bool:
-    if record.get("op") == "ltm.delete":
+    if record.get("op") == OP_DELETE:
         return item_id in (record.get("ids") or ())
     items = [i for i in record.get("items") or () if isinstance(i, dict)]
     return any(item_id in (i.get("id"), i.get("superseded_by")) for i in items)
@@ -117,7 +118,7 @@ def _event(record: dict[str, Any], item_id: str) -> Event | None:
     lsn = int(record.get("lsn", 0))
     at = parse_time_or_none(record.get("ts")) or parse_time_or_none(record.get("at"))
     reason = str(record.get("reason", ""))
-    if record.get("op") == "ltm.delete":
+    if record.get("op") == OP_DELETE:
         return Event(at, "forgotten", f"deleted ({reason or 'forget'})", None, lsn)
     items = [i for i in record.get("items") or () if isinstance(i, dict)]
     mine = next((i for i in items if i.get("id") == item_id), None)

@@ -147,14 +147,17 @@ class Views:
             raise InvalidInput("the corrected text is empty")
         category = form.get("category", "").strip() or None
         new = self.memory.supersede(item_id, text, category=category)
+        self.memory.flush()  # MEMORY.md shows it now (it was durable already)
         return f"/facts/{quote(new.id, safe='')}?done=corrected"
 
     def forget(self, form: dict[str, str], item_id: str) -> str:
         item = self.memory.forget(item_id)
+        self.memory.flush()  # MEMORY.md shows it now (it was durable already)
         return f"/facts/{quote(item.id, safe='')}?done=forgotten"
 
     def restore(self, form: dict[str, str], item_id: str) -> str:
         item = self.memory.restore(item_id)
+        self.memory.flush()  # MEMORY.md shows it now (it was durable already)
         return f"/facts/{quote(item.id, safe='')}?done=restored"
 
     # -- search -----------------------------------------------------------------------
@@ -270,7 +273,8 @@ class Views:
         notes = self.memory.notes.list()
         note = next((n for n in notes if n.name == name), None)
         if note is None:
-            note = next((n for n in notes if n.name.casefold() == name.casefold()), None)
+            slug = "-".join(name.casefold().split())
+            note = next((n for n in notes if n.name.casefold() == slug), None)
         if note is None:
             raise NotFound(f"no note named {name[:60]!r}")
         rel, text = read_guarded(self.memory, note.rel)

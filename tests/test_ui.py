@@ -1,0 +1,245 @@
+"""memstrata ui (issue 20), over HTTP in this process: every page, the writes
+through the journaled verbs with confirmation, CSRF, the Host check and the
+token, the path guard, escaping, and a group's UI kept to its group.
+(The browser tests are tests/test_ui_browser.py.)"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from memstrata import InvalidInput, Memory
+from memstrata.cli import cli
+from memstrata.ui.security import Guard, check_bind
+from uiserver import SRC, Client, served
+
+
+def fill(memory: Memory) -> dict[str, str]:
+    lisbon = memory.remember("I live in Lisbon", category="personal")
+    tea = memory.remember("I prefer green tea over coffee", category="preference")
+    rex = memory.remember("My dog is called Rex", category="personal")
+    for n in range(6):
+        memory.record_turn(
+            "s1",
+            user=f"message {n} about the Porto trip",
+            assistant="Noted.",
+            reasoning="the user plans a trip",
+            tool_calls=[{"name": "lookup", "arguments": {"q": "Porto"}}],
+            tool_results=[{"name": "lookup", "content": "Porto is in Portugal"}],
+        )
+    memory.compact_session("s1")
+    memory.sessions.compact("s1", keep=2)
+    memory.notes.create("Trip plan", "Visit [[lisbon-notes]] first.")
+    memory.notes.create("Lisbon notes", "Trams and <script>alert(1)</script> pastel de nata.")
+    memory.flush()
+    return {"lisbon": lisbon.id, "tea": tea.id, "rex": rex.id}
+
+
+@pytest.fixture
+def opened(ws: Path) -> Iterator[tuple[Memory, dict[str, str]]]:
+    memory = Memory.open(ws, embedder="hash")
+    ids = fill(memory)
+    yield memory, ids
+    memory.close()
+
+
+@pytest.fixture
+def client(opened: tuple[Memory, dict[str, str]]) -> Iterator[Client]:
+    with served(opened[0]) as client:
+        yield client
+
+
+def test_every_page_answers(client: Client, opened: tuple[Memory, dict[str, str]]) -> None:
+    ids = opened[1]
+    pages = {
+        "/": ["Overview", "long-term facts (live)", "Health", "summaries/s1.md"],
+        "/facts": ["I live in Lisbon", "I prefer green tea"],
+        "/facts?category=preference": ["green tea"],
+        f"/facts/{ids['lisbon']}": ["I live in Lisbon", "History", "created"],
+        "/search?q=where+do+I+live": ["MEMORY.md:", "Why this hit", "BM25"],
+        "/sessions": ["s1"],
+        "/sessions/s1": ["Compaction", "reasoning", "tool call", "summarised up to here"],
+        "/layers": ["core/USER.md", "notes/inbox/trip-plan.md"],
+        "/layers?prompt=tea&budget=300": ["tokens used", "Long-term memory"],
+        "/file?path=MEMORY.md&lines=3-4": ['class="line hl"'],
+        "/notes/lisbon-notes": ["Backlinks", "trip-plan"],
+    }
+    for path, wanted in pages.items():
+        reply = client.get(path)
+        assert reply.status == 200, (path, reply.body[:500])
+        for text in wanted:
+            assert text in reply.body, (path, text)
+        assert "default-src 'none'" in reply.headers["content-security-policy"]
+
+
+def test_filters_and_pages(client: Client, opened: tuple[Memory, dict[str, str]]) -> None:
+    memory = opened[0]
+    for n in range(120):
+        memory.remember(f"numbered fact {n:03d}", category="bulk")
+    first = client.get("/facts?category=bulk")
+    assert "numbered fact 119" in first.body and "numbered fact 069" not in first.body
+    assert "page 1 of 3" in first.body
+    third = client.get("/facts?category=bulk&page=3")
+    assert "numbered fact 000" in third.body and "numbered fact 119" not in third.body
+    assert "(1)" in client.get("/facts?q=fact+007").body
+    assert client.get("/facts?since=2999-01-01").body.count('href="/facts/') == 0
+    for bad in ("/facts?page=x", "/facts?validity=maybe", "/facts?since=yesterday"):
+        assert client.get(bad).status == 400, bad
+
+
+def test_correct_through_the_journal(
+    client: Client, opened: tuple[Memory, dict[str, str]], ws: Path
+) -> None:
+    memory, ids = opened
+    page = client.get(f"/facts/{ids['lisbon']}")
+    form = {"csrf": page.csrf, "text": "I live in Porto", "category": "personal"}
+    asked = client.post(f"/facts/{ids['lisbon']}/correct", form)
+    assert asked.status == 200 and "Please confirm" in asked.body
+    assert memory.get(ids["lisbon"]).is_live  # nothing written before the confirmation
+    done = client.post(f"/facts/{ids['lisbon']}/correct", {**form, "confirmed": "1"})
+    assert done.status == 303
+    new_page = client.get(done.headers["location"])
+    assert "Corrected" in new_page.body and "replaces" in new_page.body
+    old = memory.get(ids["lisbon"])
+    assert not old.is_live and old.superseded_by is not None
+    assert memory.get(old.superseded_by).text == "I live in Porto"
+    timeline = client.get(f"/facts/{ids['lisbon']}").body
+    assert "superseded" in timeline and "replaced by: I live in Porto" in timeline
+    assert "I live in Porto" in (ws / "MEMORY.md").read_text()
+
+
+def test_forget_and_restore(client: Client, opened: tuple[Memory, dict[str, str]]) -> None:
+    memory, ids = opened
+    csrf = client.get(f"/facts/{ids['rex']}").csrf
+    gone = client.post(f"/facts/{ids['rex']}/forget", {"csrf": csrf, "confirmed": "1"})
+    assert gone.status == 303
+    assert ids["rex"] in [entry.item.id for entry in memory.forgotten()]
+    page = client.get(gone.headers["location"]).body
+    assert "Forgotten" in page and "Restore" in page
+    assert "My dog" in client.get("/facts?validity=forgotten").body
+    back = client.post(f"/facts/{ids['rex']}/restore", {"csrf": csrf, "confirmed": "1"})
+    assert back.status == 303
+    assert memory.get(ids["rex"]).is_live
+    events = client.get(f"/facts/{ids['rex']}").body
+    assert "forgotten" in events and "restored" in events
+
+
+def test_every_form_needs_the_csrf_field(
+    client: Client, opened: tuple[Memory, dict[str, str]]
+) -> None:
+    memory, ids = opened
+    target = f"/facts/{ids['tea']}/forget"
+    assert client.post(target, {"confirmed": "1"}).status == 403
+    assert client.post(target, {"confirmed": "1", "csrf": "guess"}).status == 403
+    csrf = client.get(f"/facts/{ids['tea']}").csrf
+    evil = {"Origin": "http://evil.example"}
+    assert client.post(target, {"confirmed": "1", "csrf": csrf}, headers=evil).status == 403
+    assert memory.get(ids["tea"]).is_live
+    assert client.get(target).status == 405
+
+
+def test_the_host_must_be_this_server(opened: tuple[Memory, dict[str, str]]) -> None:
+    with served(opened[0]) as client:
+        client.host_header = "rebind.attacker.example"
+        assert client.get("/").status == 421
+        client.host_header = "localhost:1234"
+        assert client.get("/").status == 200
+
+
+def test_a_token_beyond_loopback(opened: tuple[Memory, dict[str, str]]) -> None:
+    with pytest.raises(InvalidInput, match="without a token"):
+        check_bind("0.0.0.0", None)
+    with pytest.raises(InvalidInput, match="empty"):
+        check_bind("127.0.0.1", "  ")
+    guard = Guard("0.0.0.0", check_bind("0.0.0.0", "s3cret"))
+    with served(opened[0], guard) as client:
+        assert client.get("/").status == 401
+        assert client.get("/?token=wrong").status == 401
+        entered = client.get("/facts?token=s3cret&page=1")
+        assert entered.status == 303 and entered.headers["location"] == "/facts?page=1"
+        assert "httponly" in entered.headers["set-cookie"].lower()
+        assert client.get("/").status == 200  # the cookie
+        client.cookies.clear()
+        assert client.get("/", headers={"Authorization": "Bearer s3cret"}).status == 200
+
+
+def test_files_only_through_the_path_guard(client: Client) -> None:
+    for path in ("../etc/passwd", "/etc/passwd", ".memstrata/journal.wal", "sessions/s1.jsonl"):
+        reply = client.get(f"/file?path={path}")
+        assert reply.status == 403, path
+        assert "root:" not in reply.body
+    assert client.get("/file?path=memory/nothing-here.md").status == 404
+    assert client.get("/notes/no-such-note").status == 404
+
+
+def test_text_is_escaped(client: Client, opened: tuple[Memory, dict[str, str]]) -> None:
+    memory = opened[0]
+    item = memory.remember('I said <img src=x onerror="alert(1)">', category="fact")
+    page = client.get(f"/facts/{item.id}").body
+    assert "<img src=x" not in page and "&lt;img src=x" in page
+    note = client.get("/notes/lisbon-notes").body
+    assert "<script>alert(1)</script>" not in note
+
+
+def test_a_group_ui_cannot_reach_another_group(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    with Memory.open(root, embedder="hash") as main:
+        secret = main.remember("The main group's launch code is 4711")
+        main.flush()
+    with Memory.open(root, "team", embedder="hash") as team, served(team) as client:
+        team.remember("The team meets on Mondays")
+        team.flush()
+        assert client.get(f"/facts/{secret.id}").status == 404
+        assert "launch code" not in client.get("/facts?validity=all").body
+        found = client.get("/search?q=launch+code")
+        assert found.status == 200 and "4711" not in found.body
+        for path in ("../../MEMORY.md", "groups/main/MEMORY.md", "../MEMORY.md"):
+            assert client.get(f"/file?path={path}").status == 403, path
+        own = client.get("/file?path=MEMORY.md").body
+        assert "Mondays" in own and "launch code" not in own
+        assert "group <b>team</b>" in client.get("/").body
+        own_fact = team.list()[0]
+        csrf = client.get(f"/facts/{own_fact.id}").csrf
+        forged = client.post(f"/facts/{secret.id}/forget", {"csrf": csrf, "confirmed": "1"})
+        assert forged.status == 404
+    with Memory.open(root, embedder="hash") as main:
+        assert main.get(secret.id).is_live
+
+
+def test_read_only_shows_no_forms_and_refuses_writes(ws: Path) -> None:
+    with Memory.open(ws, embedder="hash") as memory:
+        item = memory.remember("a fact")
+    guard = Guard("127.0.0.1")
+    with Memory.open(ws, read_only=True) as memory, served(memory, guard) as client:
+        page = client.get(f"/facts/{item.id}")
+        assert page.status == 200 and "Change it" not in page.body
+        refused = client.post(f"/facts/{item.id}/forget", {"csrf": guard.csrf, "confirmed": "1"})
+        assert refused.status in (400, 403, 409, 503) and 'class="error"' in refused.body
+    with Memory.open(ws) as memory:
+        assert memory.get(item.id).is_live
+
+
+def test_the_cli_command(ws: Path) -> None:
+    runner = CliRunner()
+    shown = runner.invoke(cli, ["ui", "--help"])
+    assert shown.exit_code == 0 and "--no-open" in shown.output
+    Memory.open(ws).close()
+    refused = runner.invoke(cli, ["ui", "-w", str(ws), "--host", "0.0.0.0", "--no-open"])
+    assert refused.exit_code == 1 and "without a token" in refused.output
+    probe = (
+        "import sys, memstrata.cli; "
+        "print(sorted(m for m in ('jinja2', 'memstrata.ui', 'uvicorn') if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe],
+        env={"PYTHONPATH": str(SRC)},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert out.stdout.strip() == "[]"  # the web libraries load only when `ui` runs
