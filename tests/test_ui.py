@@ -5,6 +5,7 @@ token, the path guard, escaping, and a group's UI kept to its group.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -75,6 +76,14 @@ def test_every_page_answers(client: Client, opened: tuple[Memory, dict[str, str]
         for text in wanted:
             assert text in reply.body, (path, text)
         assert "default-src 'none'" in reply.headers["content-security-policy"]
+
+
+def test_a_transcript_hit_opens_its_turn(client: Client) -> None:
+    found = client.get("/search?q=Porto+trip&layers=transcripts")
+    link = re.search(r'class="cite" href="(/sessions/s1\?turn=[^"#]+)', found.body)
+    assert link, found.body[:2000]
+    turn = client.get(link.group(1).replace("&amp;", "&"))
+    assert turn.status == 200 and 'class="turn target' in turn.body
 
 
 def test_filters_and_pages(client: Client, opened: tuple[Memory, dict[str, str]]) -> None:

@@ -5,7 +5,7 @@ Invariants:
 * **Every request passes the guard** (``security.Guard``): the Host check,
   the token when one is required, and on every POST the CSRF field and the
   Origin. Responses carry a strict Content-Security-Policy (scripts, styles
-  and images from the app only), ``nosniff``, no referrer, no caching.
+  and images from the app only), ``nosniff``, no referrer to other sites, no caching.
 * **Writes go through ``Memory``'s journaled verbs** (``supersede``,
   ``forget``, ``restore``), each durable when it returns; the page that
   confirms it is sent after that (303 to the fact's page). A write is only
@@ -63,7 +63,7 @@ _HEADERS = {
         "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
     ),
     "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
+    "Referrer-Policy": "same-origin",  # "no-referrer" makes a form's Origin "null"
     "Cache-Control": "no-store",
     "X-Frame-Options": "DENY",
 }

@@ -5,7 +5,8 @@ Invariants:
 * **Everything is escaped**: Jinja2 autoescapes every template; Markdown is
   rendered with raw HTML disabled (a ``<script>`` in a note is shown as text)
   and only ``http(s)``/relative links (markdown-it's own link validation).
-* ``[[name]]`` wiki links become links to the note's page, by name.
+* ``[[name]]`` wiki links become links to the note's page, by name; a file's
+  headings are shifted one level down (the page's own title is its one h1).
 """
 
 from __future__ import annotations
@@ -38,7 +39,12 @@ def markdown(text: str) -> Markup:
         label = label.replace("[", "").replace("]", "")
         return f"[{label}](/notes/{quote(name, safe='')})"
 
-    return Markup(_parser().render(_WIKI.sub(link, text)))  # noqa: S704 - html disabled
+    parser = _parser()
+    tokens = parser.parse(_WIKI.sub(link, text))
+    for token in tokens:  # the page has its own h1: a file's headings go one level down
+        if token.type in ("heading_open", "heading_close"):
+            token.tag = f"h{min(int(token.tag[1]) + 1, 6)}"
+    return Markup(parser.renderer.render(tokens, parser.options, {}))  # noqa: S704 - no html
 
 
 def _when(value: datetime | None) -> str:

@@ -293,9 +293,9 @@ class Views:
 def _citation_link(hit: Any) -> str:
     """Where a hit opens: the file at its lines, or the session at its turn."""
     if hit.layer == "transcripts" and hit.session:
-        turn = f"?turn={quote(hit.ref, safe='')}" if hit.ref else ""
-        anchor = f"#turn-{quote(hit.ref, safe='')}" if hit.ref else ""
-        return f"/sessions/{quote(hit.session, safe='')}{turn}{anchor}"
+        turn_id = quote((hit.ref or "").split("#", 1)[0], safe="")  # a ref is "<turn id>#<n>"
+        where = f"?turn={turn_id}#turn-{turn_id}" if turn_id else ""
+        return f"/sessions/{quote(hit.session, safe='')}{where}"
     lines = f"&lines={hit.line_start}-{hit.line_end}" if hit.line_start else ""
     anchor = f"#L{hit.line_start}" if hit.line_start else ""
     return f"/file?path={quote(hit.path, safe='')}{lines}{anchor}"
