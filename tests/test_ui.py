@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -99,6 +100,28 @@ def test_filters_and_pages(client: Client, opened: tuple[Memory, dict[str, str]]
     assert client.get("/facts?since=2999-01-01").body.count('href="/facts/') == 0
     for bad in ("/facts?page=x", "/facts?validity=maybe", "/facts?since=yesterday"):
         assert client.get(bad).status == 400, bad
+
+
+def test_a_big_file_is_shown_a_window_at_a_time(
+    client: Client, opened: tuple[Memory, dict[str, str]]
+) -> None:
+    memory = opened[0]
+    for n in range(900):
+        memory.remember(f"filler fact number {n:04d} " + "x" * 300, category="bulk", sync=False)
+    memory.flush()
+    whole = client.get("/file?path=MEMORY.md")
+    assert "A large file" in whole.body and "lines after" in whole.body
+    assert whole.body.count('<span id="L') == 400
+    later = client.get("/file?path=MEMORY.md&lines=700-701")
+    assert later.body.count('class="line hl"') == 2 and 'id="L700"' in later.body
+    assert 'id="L1"' not in later.body and "lines before" in later.body
+
+
+def test_the_health_check_runs_on_a_thread(client: Client) -> None:
+    deadline = time.monotonic() + 60
+    while "layout:" not in client.get("/").body:  # doctor's first finding
+        assert time.monotonic() < deadline, "doctor never reported"
+        time.sleep(0.1)
 
 
 def test_correct_through_the_journal(

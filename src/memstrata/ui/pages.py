@@ -177,7 +177,7 @@ class Pages:
 
     # -- overview -----------------------------------------------------------------
 
-    def overview(self) -> Overview:
+    def overview(self, sessions: list[history.SessionInfo]) -> Overview:
         """Counts and the chart of the last ``CHART_DAYS`` days (cached per state)."""
         engine = self.memory.engine
         engine.check_open()
@@ -191,7 +191,7 @@ class Pages:
             else:
                 data = _count(store.items.values(), [f.at for f in store.forgotten.values()])
                 self._overview = (key, data)
-        turns = self.turns_per_day()
+        turns = self.turns_per_day(sessions)
         days = [dict(day, turns=turns.get(day["day"], 0)) for day in data.days]
         kinds = ("added", "superseded", "forgotten", "turns")
         peak = max([1, *(d[kind] for d in days for kind in kinds)])
@@ -199,13 +199,9 @@ class Pages:
             data.live, data.superseded, data.forgotten, data.by_category, data.by_source, days, peak
         )
 
-    def turns_per_day(self) -> Counter[date]:
+    def turns_per_day(self, infos: list[history.SessionInfo]) -> Counter[date]:
         """Turns recorded per day over every transcript (each read again only when it changed)."""
         total: Counter[date] = Counter()
-        try:
-            infos = self.memory.sessions.list()
-        except MemstrataError:
-            return total
         for info in infos:
             key = info.size * 1_000_003 + info.archived
             cached = self._turn_days.get(info.session)

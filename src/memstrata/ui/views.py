@@ -15,6 +15,8 @@ Invariants:
 from __future__ import annotations
 
 import math
+import threading
+import time
 from typing import Any
 from urllib.parse import quote
 
@@ -33,6 +35,12 @@ View = tuple[str, dict[str, Any]]
 TURNS_PER_PAGE = 50
 AUDIT_LIMIT = 200
 MAX_BUDGET = 1_000_000
+# A file is shown a window of lines at a time (a 100k-fact MEMORY.md has 100k
+# lines); one bigger than RENDER_LIMIT characters is not rendered as Markdown.
+WINDOW_LINES = 400
+CONTEXT_LINES = 40
+RENDER_LIMIT = 256 * 1024
+HEALTH_SECONDS = 60.0
 DEFAULT_LAYERS = ("long_term", "semantic", "notebook", "daily_notes", "lessons", "transcripts")
 
 
@@ -61,6 +69,43 @@ def _lines(value: str) -> tuple[int, int]:
     return start, max(start, end)
 
 
+class Health:
+    """``doctor``'s findings, found on a thread at most once a ``HEALTH_SECONDS``
+    (it reads every file: seconds at 100k facts), so a page never waits for it."""
+
+    def __init__(self, memory: Memory) -> None:
+        self.memory = memory
+        self._lock = threading.Lock()
+        self._found: list[dict[str, str]] = []
+        self._at: float | None = None
+        self._running = False
+
+    def latest(self) -> tuple[list[dict[str, str]], float | None]:
+        """The last findings and when they were found (None: not yet); starts a
+        new check when they are older than ``HEALTH_SECONDS``."""
+        with self._lock:
+            stale = self._at is None or time.monotonic() - self._at > HEALTH_SECONDS
+            if stale and not self._running:
+                self._running = True
+                thread = threading.Thread(target=self._check, name="memstrata-ui-doctor")
+                thread.daemon = True
+                thread.start()
+            return self._found, self._at
+
+    def _check(self) -> None:
+        try:
+            found = [
+                {"level": f.level.value, "check": f.check, "message": f.message}
+                for f in diagnose(self.memory.workspace)
+            ]
+        except MemstrataError as exc:
+            found = [{"level": "error", "check": "doctor", "message": str(exc)}]
+        except Exception as exc:  # a check that fails must say so, not end the thread silently
+            found = [{"level": "error", "check": "doctor", "message": f"failed: {exc!r}"}]
+        with self._lock:
+            self._found, self._at, self._running = found, time.monotonic(), False
+
+
 class Views:
     """The views and verbs (see the module)."""
 
@@ -68,14 +113,17 @@ class Views:
         self.memory = memory
         self.pages = pages
         self.timeline = timeline
+        self.health = Health(memory)
+        if memory.workspace.volume.local is not None:
+            self.health.latest()  # starts the first check now, before anyone asks
 
     # -- overview -------------------------------------------------------------------
 
     def overview(self, params: dict[str, str]) -> View:
         memory = self.memory
         status = memory.status()
-        stats = self.pages.overview()
         sessions = memory.sessions.list()
+        stats = self.pages.overview(sessions)
         layers = [
             ("long-term facts (live)", stats.live),
             ("superseded facts", stats.superseded),
@@ -100,11 +148,10 @@ class Views:
     def _health(self) -> list[dict[str, str]]:
         if self.memory.workspace.volume.local is None:
             return [{"level": "info", "check": "doctor", "message": "not run on a database"}]
-        try:
-            findings = diagnose(self.memory.workspace)
-        except MemstrataError as exc:
-            return [{"level": "error", "check": "doctor", "message": str(exc)}]
-        return [{"level": f.level.value, "check": f.check, "message": f.message} for f in findings]
+        found, at = self.health.latest()
+        if at is None:
+            return [{"level": "info", "check": "doctor", "message": "checking… reload in a moment"}]
+        return found
 
     # -- facts ------------------------------------------------------------------------
 
@@ -258,14 +305,22 @@ class Views:
     def file(self, params: dict[str, str]) -> View:
         rel, text = read_guarded(self.memory, params.get("path", ""))
         start, end = _lines(params.get("lines", ""))
+        big = len(text) > RENDER_LIMIT
+        raw = params.get("view") == "raw" or start > 0 or not rel.endswith(".md") or big
+        lines = text.splitlines() if raw else []
+        first = _int(params, "from", max(start - CONTEXT_LINES, 1), 1, max(len(lines), 1))
         return "file.html", {
             "title": rel,
             "rel": rel,
-            "text": text,
-            "lines": text.splitlines(),
+            "text": "" if raw else text,
+            "lines": lines[first - 1 : first - 1 + WINDOW_LINES],
+            "first": first,
+            "count": len(lines),
+            "window": WINDOW_LINES,
             "start": start,
             "end": end,
-            "raw": params.get("view") == "raw" or start > 0 or not rel.endswith(".md"),
+            "raw": raw,
+            "big": big,
             "backlinks": [],
         }
 
@@ -282,10 +337,14 @@ class Views:
             "title": note.name,
             "rel": rel,
             "text": text,
-            "lines": text.splitlines(),
+            "lines": text.splitlines()[:WINDOW_LINES],
+            "first": 1,
+            "count": len(text.splitlines()),
+            "window": WINDOW_LINES,
             "start": 0,
             "end": 0,
             "raw": params.get("view") == "raw",
+            "big": False,
             "backlinks": self.memory.notes.backlinks(note.name),
         }
 
