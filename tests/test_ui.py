@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +19,7 @@ from click.testing import CliRunner
 from memstrata import InvalidInput, Memory
 from memstrata.cli import cli
 from memstrata.ui.security import Guard, check_bind
-from uiserver import SRC, Client, served
+from uiserver import SRC, Client, eventually, served
 
 
 def fill(memory: Memory) -> dict[str, str]:
@@ -142,7 +143,7 @@ def test_correct_through_the_journal(
     assert memory.get(old.superseded_by).text == "I live in Porto"
     timeline = client.get(f"/facts/{ids['lisbon']}").body
     assert "superseded" in timeline and "replaced by: I live in Porto" in timeline
-    assert "I live in Porto" in (ws / "MEMORY.md").read_text()
+    eventually(lambda: "I live in Porto" in (ws / "MEMORY.md").read_text())
 
 
 def test_forget_and_restore(client: Client, opened: tuple[Memory, dict[str, str]]) -> None:
@@ -254,6 +255,33 @@ def test_read_only_shows_no_forms_and_refuses_writes(ws: Path) -> None:
         assert refused.status in (400, 403, 409, 503) and 'class="error"' in refused.body
     with Memory.open(ws) as memory:
         assert memory.get(item.id).is_live
+
+
+def test_it_answers_while_the_workspace_opens(ws: Path) -> None:
+    Memory.open(ws, embedder="hash").close()
+    release = threading.Event()
+    opened: list[Memory] = []
+
+    def slow_open() -> Memory:
+        release.wait(60)
+        opened.append(Memory.open(ws, embedder="hash"))
+        return opened[-1]
+
+    with served(slow_open) as client:
+        waiting = client.get("/facts")
+        assert waiting.status == 503 and "Opening the workspace" in waiting.body
+        assert waiting.headers["retry-after"] == "1"
+        release.set()
+        eventually(lambda: client.get("/facts").status == 200)
+    opened[0].close()
+
+
+def test_a_workspace_that_cannot_open_says_why(ws: Path) -> None:
+    def broken() -> Memory:
+        raise InvalidInput("no memstrata workspace here")
+
+    with served(broken) as client:
+        eventually(lambda: client.get("/").status == 503 and "no memstrata" in client.get("/").body)
 
 
 def test_the_cli_command(ws: Path) -> None:

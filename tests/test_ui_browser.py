@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from memstrata import Memory
-from uiserver import Client, ui_process
+from uiserver import Client, eventually, ui_process
 
 pytestmark = pytest.mark.slow
 
@@ -145,7 +145,7 @@ def test_correct_a_fact(browser: Any, site: tuple[str, dict[str, str], Path]) ->
     shot(page, "corrected")
     page.goto(f"{base}/facts/{ids['lisbon']}")
     assert "replaced by: I live in Porto" in page.inner_text(".timeline")
-    assert "I live in Porto" in (ws / "MEMORY.md").read_text()
+    eventually(lambda: "I live in Porto" in (ws / "MEMORY.md").read_text())
     page.goto(base + "/file?path=MEMORY.md")
     assert "I live in Porto" in page.inner_text("main")
     assert problems == []
@@ -159,13 +159,13 @@ def test_forget_and_restore(browser: Any, site: tuple[str, dict[str, str], Path]
     page.click("text=Yes, forget")
     page.wait_for_url(re.compile(r"done=forgotten"))
     assert "Forgotten" in page.inner_text("[role=status]")
-    assert "My dog" not in (ws / "MEMORY.md").read_text()
+    eventually(lambda: "My dog" not in (ws / "MEMORY.md").read_text())
     page.click("text=Restore…")
     page.click("text=Yes, restore")
     page.wait_for_url(re.compile(r"done=restored"))
     timeline = page.inner_text(".timeline")
     assert "forgotten" in timeline and "restored" in timeline
-    assert "My dog is called Rex" in (ws / "MEMORY.md").read_text()
+    eventually(lambda: "My dog is called Rex" in (ws / "MEMORY.md").read_text())
     assert problems == []
 
 

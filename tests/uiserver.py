@@ -11,7 +11,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -87,7 +87,7 @@ def free_port() -> int:
 
 
 @contextmanager
-def served(memory: Memory, guard: Guard | None = None) -> Iterator[Client]:
+def served(memory: Memory | Callable[[], Memory], guard: Guard | None = None) -> Iterator[Client]:
     """The inspector of ``memory`` on a free loopback port, in a thread."""
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
@@ -142,8 +142,17 @@ def wait_up(port: int, proc: subprocess.Popen[bytes]) -> None:
             err = proc.stderr.read().decode() if proc.stderr else ""
             raise AssertionError(f"memstrata ui exited {proc.returncode}: {err}")
         try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
+            if Client(port).get("/sessions").status != 503:  # 503: still opening
                 return
         except OSError:
-            time.sleep(0.05)
+            pass
+        time.sleep(0.05)
     raise AssertionError("memstrata ui did not start")
+
+
+def eventually(check: Callable[[], bool], seconds: float = 60.0) -> None:
+    """Wait until ``check()`` (MEMORY.md is rendered on a thread after a UI write)."""
+    deadline = time.monotonic() + seconds
+    while not check():
+        assert time.monotonic() < deadline, "it never happened"
+        time.sleep(0.05)

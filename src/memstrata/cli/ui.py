@@ -6,9 +6,14 @@ the command runs, so ``memstrata --version`` stays fast.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
+
 import click
 
-from .base import console, open_memory, workspace_options
+from ..config import settings_from_env
+from ..memory import Memory
+from .base import console, database_url, locate, settings_of, workspace_options
 
 __all__ = ["ui_command"]
 
@@ -58,13 +63,24 @@ def ui_command(
     from ..ui import require, serve
 
     require()
-    with open_memory(workspace, group) as memory:
-        serve(
-            memory,
-            host=host,
-            port=port,
-            token=token,
-            open_browser=not no_open,
-            allowed=allowed_hosts,
-            announce=lambda line: console.print(line, markup=False, highlight=False),
-        )
+    serve(
+        _opener(workspace, group),
+        host=host,
+        port=port,
+        token=token,
+        open_browser=not no_open,
+        allowed=allowed_hosts,
+        announce=lambda line: console.print(line, markup=False, highlight=False),
+    )
+
+
+def _opener(workspace: str | None, group: str | None) -> Callable[[], Memory]:
+    """What opens the workspace as ``open_memory`` does, checked now (a missing
+    workspace fails here, in one line) and opened later, while the server answers."""
+    url = database_url(workspace)
+    if url is not None:
+        return lambda: Memory.open(url, group, create=False, **settings_from_env(os.environ))
+    ws = locate(workspace, group)
+    ws.require()
+    settings = settings_of(ws)
+    return lambda: Memory.open(ws.root, ws.group, create=False, **settings)

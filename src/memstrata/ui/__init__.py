@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
 import webbrowser
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
 
     from ..memory import Memory
 
-__all__ = ["INSTALL_HINT", "create_app", "require", "serve"]
+__all__ = ["INSTALL_HINT", "create_app", "require", "serve", "warm"]
 
 INSTALL_HINT = "the web UI needs jinja2, starlette and uvicorn: pip install 'memstrata[ui]'"
 
@@ -63,7 +64,7 @@ def create_app(memory: Memory, *, host: str = "127.0.0.1", token: str | None = N
 
 
 def serve(
-    memory: Memory,
+    memory: Memory | Callable[[], Memory],
     *,
     host: str = "127.0.0.1",
     port: int = 8766,
@@ -72,37 +73,65 @@ def serve(
     allowed: Iterable[str] = (),
     announce: Callable[[str], None] | None = None,
 ) -> None:
-    """Serve the inspector until interrupted (Ctrl-C / SIGTERM)."""
+    """Serve the inspector until interrupted (Ctrl-C / SIGTERM). Given an
+    opener instead of a ``Memory``, it answers at once and opens the workspace
+    on a thread (and closes it at the end)."""
     require()
     import uvicorn
 
+    from ..memory import Memory
     from .app import create_app as build
     from .security import Guard, check_bind
 
     required = check_bind(host, token)
-    app = build(memory, Guard(host, required, allowed))
+    opened: list[Memory] = []
+    source = memory
+    if not isinstance(memory, Memory):
+        opener = memory
+
+        def opening() -> Memory:
+            opened.append(opener())
+            return opened[-1]
+
+        source = opening
+    app = build(source, Guard(host, required, allowed))
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="off")
     server = uvicorn.Server(config)
     shown = f"[{host}]" if ":" in host else host
     if host in ("0.0.0.0", "::"):
         shown = "127.0.0.1"
     url = f"http://{shown}:{port}/" + (f"?token={required}" if required else "")
-    threading.Thread(target=_warm, args=(memory,), name="memstrata-ui-warm", daemon=True).start()
-    (announce or _print)(f"memstrata ui: serving {memory.workspace.where} on {url}")
+    threading.Thread(target=_warm, args=(app,), name="memstrata-ui-warm", daemon=True).start()
+    (announce or _print)(f"memstrata ui: serving on {url}")
     if open_browser:
         threading.Timer(0.3, lambda: webbrowser.open(url)).start()
     try:
         server.run()
     except OSError as exc:
         raise InvalidInput(f"cannot serve on {host}:{port}: {exc.strerror or exc}") from None
+    finally:
+        for memory_opened in opened:
+            memory_opened.close()
 
 
-def _warm(memory: Memory) -> None:
-    """Bring the search index up to date in the background (the first search need not)."""
+def warm(memory: Memory) -> None:
+    """What a first search and a first context would build, built now: the index
+    brought up to date and kept in RAM, the facts' ranker of ``build_context``."""
     try:
         memory.reindex(warm=True)
+        memory.build_context("warm up", budget_tokens=100)
     except MemstrataError as exc:
-        print(f"memstrata ui: the search index could not be warmed: {exc}", file=sys.stderr)
+        print(f"memstrata ui: could not warm the search index: {exc}", file=sys.stderr)
+
+
+def _warm(app: Starlette) -> None:
+    inspector = app.state.inspector
+    while inspector.memory is None and inspector.failed is None:
+        time.sleep(0.05)
+    if inspector.memory is not None:
+        warm(inspector.memory)
+        if inspector.memory.workspace.volume.local is not None:
+            inspector.views.health.latest()  # the first check, before anyone asks
 
 
 def _print(line: str) -> None:

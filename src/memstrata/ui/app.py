@@ -15,6 +15,9 @@ Invariants:
 * **Files only through the path guard** (``pages.read_guarded``); a group's
   UI holds that group's ``Memory`` only, so it cannot name another group's
   facts or files.
+* **It answers at once**: given an opener instead of a ``Memory``, it serves
+  while the workspace opens on a thread (a 100k-fact workspace takes seconds)
+  and every page says "opening" (503, ``Retry-After: 1``) until it is open.
 * A ``MemstrataError`` is an error page with its message and a status
   (400, 403, 404, 409, 503); anything else is a 500 page saying so, and its
   traceback goes to stderr, never to the page.
@@ -25,7 +28,6 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
 from importlib.resources import files
 from typing import Any
 from urllib.parse import parse_qs, urlencode
@@ -81,21 +83,41 @@ Handler = Callable[[Request], Awaitable[Response]]
 
 
 class _App:
-    """The state behind the routes: the memory, its pages and the guard."""
+    """The state behind the routes: the memory (once open), its views and the guard."""
 
-    def __init__(self, memory: Memory, guard: Guard) -> None:
-        self.memory = memory
+    def __init__(self, source: Memory | Callable[[], Memory], guard: Guard) -> None:
         self.guard = guard
         self.lock = threading.Lock()
+        self.memory: Memory | None = None
+        self.views: Views | None = None
+        self.failed: str | None = None
+        if isinstance(source, Memory):
+            self._ready(source)
+        else:  # serve at once; pages say "opening" until the workspace is open
+            threading.Thread(target=self._open, args=(source,), daemon=True).start()
+
+    def _ready(self, memory: Memory) -> None:
         self.views = Views(memory, Pages(memory), Timeline(memory))
+        self.memory = memory
+
+    def _open(self, opener: Callable[[], Memory]) -> None:
+        try:
+            self._ready(opener())
+        except MemstrataError as exc:
+            self.failed = str(exc)
+            log.error("memstrata ui: cannot open the workspace: %s", exc)
+        except Exception:
+            self.failed = _INTERNAL
+            log.exception("memstrata ui: cannot open the workspace")
 
     def html(self, template: str, request: Request, code: int = 200, **data: Any) -> Response:
+        memory = self.memory
         context = {
             "csrf": self.guard.csrf,
             "path": request.url.path,
-            "group": self.memory.workspace.group or "main",
-            "where": self.memory.workspace.where,
-            "read_only": self.memory.read_only,
+            "group": (memory.workspace.group or "main") if memory else "…",
+            "where": memory.workspace.where if memory else "",
+            "read_only": memory.read_only if memory else True,
             "per_page": PER_PAGE,
             "params": dict(request.query_params),
             "qs": _qs,
@@ -107,14 +129,25 @@ class _App:
         status = next((code for kind, code in _STATUS if isinstance(exc, kind)), 500)
         return self.html("error.html", request, status, title="Error", message=str(exc))
 
-    def route(self, view: Callable[..., tuple[str, dict[str, Any]]]) -> Handler:
-        """A GET endpoint: ``view(params, **path_params)`` gives the template and its data."""
+    def not_ready(self, request: Request) -> Response | None:
+        """The page to show while the workspace opens (or why it did not), else None."""
+        if self.views is not None:
+            return None
+        if self.failed is not None:
+            return self.html("error.html", request, 503, title="Error", message=self.failed)
+        response = self.html("opening.html", request, 503, title="Opening")
+        response.headers["Retry-After"] = "1"
+        return response
+
+    def route(self, name: str) -> Handler:
+        """A GET endpoint: view ``name`` (``Views``) gives the template and its data."""
 
         async def endpoint(request: Request) -> Response:
-            refused = self.refuse(request)
+            refused = self.refuse(request) or self.not_ready(request)
             if refused is not None:
                 return refused
             params = dict(request.query_params)
+            view = getattr(self.views, name)
             try:
                 template, data = await run_in_threadpool(
                     self._locked, view, params, **request.path_params
@@ -128,13 +161,14 @@ class _App:
 
         return endpoint
 
-    def action(self, verb: Callable[..., str]) -> Handler:
-        """A POST endpoint: ``verb(form, **path_params)`` writes and names the page to go to."""
+    def action(self, name: str) -> Handler:
+        """A POST endpoint: verb ``name`` (``Views``) writes and names the page to go to."""
 
         async def endpoint(request: Request) -> Response:
-            refused = self.refuse(request)
+            refused = self.refuse(request) or self.not_ready(request)
             if refused is not None:
                 return refused
+            verb = getattr(self.views, name)
             body = await request.body()
             if len(body) > MAX_FORM_BYTES:
                 return self.error(request, InvalidInput("the form is too large"))
@@ -198,26 +232,26 @@ def _qs(params: dict[str, Any], **changes: Any) -> str:
     return urlencode({k: v for k, v in merged.items() if v not in (None, "")})
 
 
-def create_app(memory: Memory, guard: Guard | None = None) -> Starlette:
-    """The inspector for ``memory`` (see the module); ``guard`` defaults to loopback only."""
+def create_app(memory: Memory | Callable[[], Memory], guard: Guard | None = None) -> Starlette:
+    """The inspector for ``memory``, or for what ``memory()`` opens on a thread
+    (the pages say "opening" until then); ``guard`` defaults to loopback only."""
     app = _App(memory, guard or Guard("127.0.0.1"))
-    views = app.views
     static = StaticFiles(directory=str(files("memstrata.ui").joinpath("static")))
     routes = [
-        Route("/", app.route(views.overview)),
-        Route("/facts", app.route(views.facts)),
-        Route("/facts/{item_id}", app.route(views.fact)),
-        Route("/facts/{item_id}/correct", app.action(views.correct), methods=["POST"]),
-        Route("/facts/{item_id}/forget", app.action(views.forget), methods=["POST"]),
-        Route("/facts/{item_id}/restore", app.action(views.restore), methods=["POST"]),
-        Route("/search", app.route(views.search)),
-        Route("/sessions", app.route(views.sessions)),
-        Route("/sessions/{session}", app.route(views.session)),
-        Route("/layers", app.route(views.layers)),
-        Route("/file", app.route(views.file)),
-        Route("/notes/{name}", app.route(views.note)),
+        Route("/", app.route("overview")),
+        Route("/facts", app.route("facts")),
+        Route("/facts/{item_id}", app.route("fact")),
+        Route("/facts/{item_id}/correct", app.action("correct"), methods=["POST"]),
+        Route("/facts/{item_id}/forget", app.action("forget"), methods=["POST"]),
+        Route("/facts/{item_id}/restore", app.action("restore"), methods=["POST"]),
+        Route("/search", app.route("search")),
+        Route("/sessions", app.route("sessions")),
+        Route("/sessions/{session}", app.route("session")),
+        Route("/layers", app.route("layers")),
+        Route("/file", app.route("file")),
+        Route("/notes/{name}", app.route("note")),
         Mount("/static", app=static, name="static"),
     ]
     starlette = Starlette(routes=routes)
-    starlette.state.started = datetime.now(UTC)
+    starlette.state.inspector = app
     return starlette

@@ -14,13 +14,17 @@ Invariants:
 
 from __future__ import annotations
 
+import json
 import math
+import os
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from ..doctor import diagnose
 from ..errors import InvalidInput, MemstrataError, NotFound
 from ..index.why import Why
 from ..memory import Memory
@@ -94,16 +98,51 @@ class Health:
 
     def _check(self) -> None:
         try:
-            found = [
-                {"level": f.level.value, "check": f.check, "message": f.message}
-                for f in diagnose(self.memory.workspace)
-            ]
-        except MemstrataError as exc:
-            found = [{"level": "error", "check": "doctor", "message": str(exc)}]
-        except Exception as exc:  # a check that fails must say so, not end the thread silently
-            found = [{"level": "error", "check": "doctor", "message": f"failed: {exc!r}"}]
+            found = self._doctor()
+        except (OSError, ValueError, KeyError, subprocess.SubprocessError) as exc:
+            found = [{"level": "error", "check": "doctor", "message": f"failed: {exc}"}]
         with self._lock:
             self._found, self._at, self._running = found, time.monotonic(), False
+
+    def _doctor(self) -> list[dict[str, str]]:
+        """``memstrata doctor --json`` in another process: it reads every file, and
+        here it would hold the interpreter's lock for seconds at 100k facts."""
+        ws = self.memory.workspace
+        command = [sys.executable, "-m", "memstrata", "doctor", "--json", "-w", str(ws.root)]
+        if ws.group:
+            command += ["--group", ws.group]
+        package_root = str(Path(__file__).resolve().parents[2])
+        path = os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))
+        env = {**os.environ, "PYTHONPATH": path}
+        done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
+        findings = json.loads(done.stdout)["findings"]
+        return [{k: str(f[k]) for k in ("level", "check", "message")} for f in findings]
+
+
+class Flusher:
+    """Renders MEMORY.md soon after a write made here, on a thread: the write
+    is durable when its verb returns, and rendering 100k facts takes seconds
+    a person should not wait for (the engine would do it at its next checkpoint)."""
+
+    def __init__(self, memory: Memory) -> None:
+        self.memory = memory
+        self._wanted = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def soon(self) -> None:
+        self._wanted.set()
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="memstrata-ui-flush")
+            self._thread.daemon = True
+            self._thread.start()
+
+    def _run(self) -> None:
+        while self._wanted.wait():
+            self._wanted.clear()
+            try:
+                self.memory.flush()
+            except MemstrataError:
+                return  # closed (the server stops): close checkpointed it
 
 
 class Views:
@@ -114,8 +153,7 @@ class Views:
         self.pages = pages
         self.timeline = timeline
         self.health = Health(memory)
-        if memory.workspace.volume.local is not None:
-            self.health.latest()  # starts the first check now, before anyone asks
+        self.flusher = Flusher(memory)
 
     # -- overview -------------------------------------------------------------------
 
@@ -194,17 +232,17 @@ class Views:
             raise InvalidInput("the corrected text is empty")
         category = form.get("category", "").strip() or None
         new = self.memory.supersede(item_id, text, category=category)
-        self.memory.flush()  # MEMORY.md shows it now (it was durable already)
+        self.flusher.soon()  # durable already; MEMORY.md shows it in a moment
         return f"/facts/{quote(new.id, safe='')}?done=corrected"
 
     def forget(self, form: dict[str, str], item_id: str) -> str:
         item = self.memory.forget(item_id)
-        self.memory.flush()  # MEMORY.md shows it now (it was durable already)
+        self.flusher.soon()  # durable already; MEMORY.md shows it in a moment
         return f"/facts/{quote(item.id, safe='')}?done=forgotten"
 
     def restore(self, form: dict[str, str], item_id: str) -> str:
         item = self.memory.restore(item_id)
-        self.memory.flush()  # MEMORY.md shows it now (it was durable already)
+        self.flusher.soon()  # durable already; MEMORY.md shows it in a moment
         return f"/facts/{quote(item.id, safe='')}?done=restored"
 
     # -- search -----------------------------------------------------------------------
