@@ -115,6 +115,10 @@ def measure(memory: Memory, sample: str, requests: int) -> dict[str, Any]:
         time.sleep(0.01)
     report: dict[str, Any] = {}
     try:
+        began = time.perf_counter()
+        while "checking…" in ask(port, "/")[2]:  # the first Overview starts doctor: let it end
+            time.sleep(0.2)
+        report["doctor_seconds"] = round(time.perf_counter() - began, 1)
         for name, path in pages(sample).items():
             status, cold, body = ask(port, path)
             if status != 200:
@@ -207,6 +211,7 @@ def main() -> None:
             timings = measure(memory, built["sample_id"], args.requests)
         started = startup(ws)
     slowest = max(v["p99"] for v in timings.values() if isinstance(v, dict) and "p99" in v)
+    slowest_p50 = max(v["p50"] for v in timings.values() if isinstance(v, dict) and "p50" in v)
     report = {
         "machine": machine(),
         "items": args.items,
@@ -214,6 +219,7 @@ def main() -> None:
         "build_seconds": built["build_seconds"],
         "startup": started,
         "pages_ms": timings,
+        "slowest_p50_ms": slowest_p50,
         "slowest_p99_ms": slowest,
         "bar_ms": BAR_MS,
     }

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+import postgres_server
 from memstrata import InvalidInput, Memory
 from memstrata.cli import cli
 from memstrata.ui.security import Guard, check_bind
@@ -282,6 +283,32 @@ def test_a_workspace_that_cannot_open_says_why(ws: Path) -> None:
 
     with served(broken) as client:
         eventually(lambda: client.get("/").status == 503 and "no memstrata" in client.get("/").body)
+
+
+@pytest.mark.slow  # starts the session's PostgreSQL
+def test_every_page_on_postgresql() -> None:
+    url = postgres_server.app_url()
+    with Memory.open(url, postgres_server.tenant("ui"), embedder="hash") as memory:
+        ids = fill(memory)
+        with served(memory) as client:
+            for path in (
+                "/",
+                "/facts",
+                f"/facts/{ids['lisbon']}",
+                "/search?q=tea",
+                "/sessions",
+                "/sessions/s1",
+                "/layers?prompt=tea&budget=300",
+                "/file?path=MEMORY.md",
+                "/notes/lisbon-notes",
+            ):
+                reply = client.get(path)
+                assert reply.status == 200, (path, reply.body[:300])
+            assert "not run on a database" in client.get("/").body
+            csrf = client.get(f"/facts/{ids['rex']}").csrf
+            gone = client.post(f"/facts/{ids['rex']}/forget", {"csrf": csrf, "confirmed": "1"})
+            assert gone.status == 303 and ids["rex"] in [f.item.id for f in memory.forgotten()]
+            assert "forgotten" in client.get(f"/facts/{ids['rex']}").body
 
 
 def test_the_cli_command(ws: Path) -> None:

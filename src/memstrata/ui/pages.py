@@ -118,6 +118,7 @@ class Pages:
         self._overview: tuple[tuple[int, int, int], Overview] | None = None
         self._facets: tuple[tuple[int, int], dict[str, list[str]]] | None = None
         self._turn_days: dict[str, tuple[int, Counter[date]]] = {}
+        self._file: tuple[tuple[str, int, int, int], str, list[str]] | None = None
 
     # -- facts --------------------------------------------------------------------
 
@@ -228,6 +229,25 @@ class Pages:
         found.sort(reverse=True)
         chosen = found[:limit]
         return [{"path": rel, "last": head, "count": str(n)} for _, rel, head, n in chosen]
+
+    # -- files --------------------------------------------------------------------
+
+    def file(self, requested: str) -> tuple[str, str, list[str]]:
+        """An allowed file's volume path, text and lines (the path guard decides);
+        the last one read is kept while it is unchanged (a 7 MB MEMORY.md)."""
+        volume = self.memory.workspace.volume
+        rel = resolve_rel(volume, requested, write=False)
+        stat = volume.stat(rel)
+        if stat is None:
+            raise NotFound(f"no file {rel}")
+        key = (rel, stat.size, stat.mtime_ns, stat.inode)
+        cached = self._file
+        if cached is not None and cached[0] == key:
+            return rel, cached[1], cached[2]
+        _, text = read_guarded(self.memory, rel)
+        lines = text.splitlines()
+        self._file = (key, text, lines)
+        return rel, text, lines
 
     # -- sessions -----------------------------------------------------------------
 
