@@ -139,7 +139,8 @@ def write_then_read(port: int, memory: Memory, sample: str) -> dict[str, float]:
     _, _, page = ask(port, f"/facts/{live.id}")
     csrf = re.search(r'name="csrf" value="([^"]+)"', page)
     assert csrf is not None
-    form = urlencode({"csrf": csrf.group(1), "text": "a corrected fact", "confirmed": "1"})
+    text = f"a corrected fact {time.time_ns()}"
+    form = urlencode({"csrf": csrf.group(1), "text": text, "confirmed": "1"})
     began = time.perf_counter()
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
     conn.request(

@@ -116,9 +116,11 @@ def serve(
 
 def warm(memory: Memory) -> None:
     """What a first search and a first context would build, built now: the index
-    brought up to date and kept in RAM, the facts' ranker of ``build_context``."""
+    brought up to date and kept in RAM, one search, the facts' ranker of
+    ``build_context``."""
     try:
         memory.reindex(warm=True)
+        memory.search("warm up", k=1)  # the query path: its embedder, MEMORY.md's lines
         memory.build_context("warm up", budget_tokens=100)
     except MemstrataError as exc:
         print(f"memstrata ui: could not warm the search index: {exc}", file=sys.stderr)
