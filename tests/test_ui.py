@@ -89,6 +89,26 @@ def test_a_transcript_hit_opens_its_turn(client: Client) -> None:
     assert turn.status == 200 and 'class="turn target' in turn.body
 
 
+def test_why_a_fact_was_or_was_not_found(
+    client: Client, opened: tuple[Memory, dict[str, str]]
+) -> None:
+    memory, ids = opened
+    shown = client.get(f"/search?q=green+tea&expect={ids['tea']}").body
+    assert "it is hit 1 above" in shown
+    for n in range(30):
+        memory.remember(f"tea note {n}: tea tea tea", category="bulk")
+    lower = client.get(f"/search?q=tea&k=1&expect={ids['tea']}").body
+    assert "in a search of the best 200" in lower or "it was a candidate" in lower
+    absent = client.get(f"/search?q=zebra+crossing&expect={ids['lisbon']}").body
+    assert "it was not a candidate" in absent
+    memory.forget(ids["rex"])
+    assert "forgotten" in client.get(f"/search?q=dog&expect={ids['rex']}").body
+    new = memory.supersede(ids["lisbon"], "I live in Porto")
+    old = client.get(f"/search?q=Lisbon&expect={ids['lisbon']}").body
+    assert "it is superseded" in old and new.id
+    assert client.get("/search?q=tea&expect=nope").status == 404
+
+
 def test_filters_and_pages(client: Client, opened: tuple[Memory, dict[str, str]]) -> None:
     memory = opened[0]
     for n in range(120):

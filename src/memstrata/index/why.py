@@ -71,6 +71,9 @@ class Why:
     """Filled by ``hybrid``: ``hits`` explains each returned hit, in order."""
 
     hits: list[Explanation] = field(default_factory=list)
+    # every candidate with a ref (a fact's id, a turn's), returned or not:
+    # its rank in the BM25 and in the vector list (None: not in that list)
+    candidates: dict[str, tuple[int | None, int | None]] = field(default_factory=dict)
 
     def finish(
         self,
@@ -89,6 +92,7 @@ class Why:
             for ranked, weight in ((lists[0], weights.bm25), (lists[1], weights.vector))
         )
         self.hits = []
+        self.candidates = _candidates(index, lists)
         for score, cid in chosen:
             word, near = words.get(cid), nearest.get(cid)
             shares = (word[2] if word else 0.0) + (near[2] if near else 0.0)
@@ -110,6 +114,22 @@ class Why:
                     factors=tuple(factors),
                 )
             )
+
+
+def _candidates(
+    index: Index, lists: tuple[Ranked, Ranked]
+) -> dict[str, tuple[int | None, int | None]]:
+    chunks = index.chunks
+    found: dict[str, tuple[int | None, int | None]] = {}
+    for place, ranked in enumerate(lists):
+        for rank, (cid, _) in enumerate(ranked, start=1):
+            chunk = chunks.get(cid)
+            if chunk is None or chunk.ref is None:
+                continue
+            ranks = list(found.get(chunk.ref, (None, None)))
+            ranks[place] = ranks[place] or rank
+            found[chunk.ref] = (ranks[0], ranks[1])
+    return found
 
 
 def _parts(ranked: Ranked, weights: Weights, weight: float) -> dict[int, tuple[int, float, float]]:

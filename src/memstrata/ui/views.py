@@ -45,6 +45,7 @@ WINDOW_LINES = 400
 CONTEXT_LINES = 40
 RENDER_LIMIT = 256 * 1024
 HEALTH_SECONDS = 60.0
+WHY_NOT_K = 200
 FLUSH_AT_ONCE = 20_000
 DEFAULT_LAYERS = ("long_term", "semantic", "notebook", "daily_notes", "lessons", "transcripts")
 
@@ -269,7 +270,14 @@ class Views:
                 {"hit": hit, "why": explained, "link": _citation_link(hit)}
                 for hit, explained in zip(found, why.hits, strict=True)
             ]
+        expect = params.get("expect", "").strip().lstrip("^")
+        verdict = None
+        if query and expect:
+            options = {"layers": chosen or None, "include_superseded": superseded}
+            verdict = self._why_not(query, expect, [h["hit"] for h in hits], options)
         return "search.html", {
+            "expect": expect,
+            "verdict": verdict,
             "title": "Search",
             "query": query,
             "k": k,
@@ -279,6 +287,54 @@ class Views:
             "superseded": superseded,
             "embedder": self.memory.settings.embedder,
         }
+
+    def _why_not(
+        self, query: str, expect: str, shown: list[Any], options: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Where fact ``expect`` stands for ``query``: among the hits shown, lower
+        down (a search of ``WHY_NOT_K``), or why it cannot be found at all."""
+        item, forgotten_at = self.pages.fact(expect)
+        verdict: dict[str, Any] = {"item": item, "rank": None, "why": None, "reason": ""}
+        for rank, hit in enumerate(shown, start=1):
+            if hit.layer == "long_term" and hit.ref == item.id:
+                verdict["rank"] = rank
+                verdict["reason"] = f"it is hit {rank} above"
+                return verdict
+        if forgotten_at:
+            verdict["reason"] = f"it was forgotten ({forgotten_at}), and is not searched"
+            return verdict
+        if not item.is_live and not options["include_superseded"]:
+            verdict["reason"] = "it is superseded: only live facts are searched unless asked"
+            return verdict
+        layers = options["layers"]
+        if layers is not None and "long_term" not in layers:
+            verdict["reason"] = "its layer, long_term, is not among the layers searched"
+            return verdict
+        why = Why()
+        deeper = self.memory.search(query, k=WHY_NOT_K, why=why, **options)
+        for rank, (hit, explained) in enumerate(zip(deeper, why.hits, strict=True), start=1):
+            if hit.layer == "long_term" and hit.ref == item.id:
+                verdict.update(rank=rank, why=explained)
+                verdict["reason"] = (
+                    f"it ranks {rank} in a search of the best {WHY_NOT_K} (whose wider "
+                    "candidate lists can move ranks a little): below the hits shown"
+                )
+                return verdict
+        listed = why.candidates.get(item.id)
+        if listed is not None:
+            words, meaning = (f"rank {r}" if r else "absent" for r in listed)
+            verdict["reason"] = (
+                f"it was a candidate (BM25 list: {words}; vector list: {meaning}) but was "
+                "not kept: the weakest candidate of a list adds nothing to the fused score, "
+                f"and it is not among the best {WHY_NOT_K}"
+            )
+            return verdict
+        verdict["reason"] = (
+            "it was not a candidate: no word of the query (as stemmed) is in it, or the "
+            "words it shares are in more chunks than a list holds, and it is not among "
+            "the nearest by meaning"
+        )
+        return verdict
 
     # -- sessions ---------------------------------------------------------------------
 
