@@ -154,6 +154,7 @@ def test_correct_through_the_journal(
     form = {"csrf": page.csrf, "text": "I live in Porto", "category": "personal"}
     asked = client.post(f"/facts/{ids['lisbon']}/correct", form)
     assert asked.status == 200 and "Please confirm" in asked.body
+    assert "Replace <q>I live in Lisbon</q> by <q>I live in Porto</q>" in asked.body
     assert memory.get(ids["lisbon"]).is_live  # nothing written before the confirmation
     done = client.post(f"/facts/{ids['lisbon']}/correct", {**form, "confirmed": "1"})
     assert done.status == 303

@@ -179,10 +179,19 @@ def test_keyboard_navigation(browser: Any, site: tuple[str, dict[str, str], Path
     page.keyboard.press("j")
     page.keyboard.press("Enter")
     page.wait_for_url(re.compile(r"/facts/\w+$"))
-    page.keyboard.press("/")
+    page.keyboard.press("/")  # the fact's "would a search find it?" box
+    assert page.evaluate("document.activeElement.name") == "q"
+    page.keyboard.press("Escape")
+    page.evaluate("document.activeElement.blur()")
+    page.keyboard.press("g")
+    page.keyboard.press("s")
     page.wait_for_url(base + "/search")
+    page.evaluate("document.activeElement.blur()")
     page.keyboard.press("/")
     assert page.evaluate("document.activeElement.id") == "q"
+    page.goto(base + "/layers")
+    page.keyboard.press("/")  # no search box here: it opens Search
+    page.wait_for_url(base + "/search")
     page.goto(base + "/facts")
     page.keyboard.press("Tab")  # the skip link comes first
     assert page.evaluate("document.activeElement.textContent") == "Skip to content"

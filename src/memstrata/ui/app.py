@@ -179,7 +179,17 @@ class _App:
                 return self.error(request, AccessDenied("the form's CSRF check failed; reload"))
             if form.get("confirmed") != "1":
                 target = request.url.path
-                return self.html("confirm.html", request, title="Confirm", form=form, target=target)
+                current = await run_in_threadpool(
+                    self._locked, self._text_of, request.path_params.get("item_id", "")
+                )
+                return self.html(
+                    "confirm.html",
+                    request,
+                    title="Confirm",
+                    form=form,
+                    target=target,
+                    current=current,
+                )
             try:
                 where = await run_in_threadpool(self._locked, verb, form, **request.path_params)
             except MemstrataError as exc:
@@ -211,6 +221,14 @@ class _App:
                 headers=_HEADERS,
             )
         return None
+
+    def _text_of(self, item_id: str) -> str:
+        """The fact's text, for the confirmation ("" when there is none)."""
+        assert self.views is not None
+        try:
+            return self.views.pages.fact(item_id)[0].text
+        except MemstrataError:
+            return ""
 
     def _locked(self, call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         with self.lock:
