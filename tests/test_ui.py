@@ -196,6 +196,9 @@ def test_every_form_needs_the_csrf_field(
     assert client.post(target, {"confirmed": "1", "csrf": csrf}, headers=evil).status == 403
     assert memory.get(ids["tea"]).is_live
     assert client.get(target).status == 405
+    huge = {"csrf": csrf, "confirmed": "1", "text": "x" * 100_000}
+    assert client.post(f"/facts/{ids['tea']}/correct", huge).status == 400
+    assert memory.get(ids["tea"]).is_live
 
 
 def test_the_host_must_be_this_server(opened: tuple[Memory, dict[str, str]]) -> None:

@@ -169,8 +169,8 @@ class _App:
             if refused is not None:
                 return refused
             verb = getattr(self.views, name)
-            body = await request.body()
-            if len(body) > MAX_FORM_BYTES:
+            body = await _bounded_body(request)
+            if body is None:
                 return self.error(request, InvalidInput("the form is too large"))
             form = {k: v[-1] for k, v in parse_qs(body.decode("utf-8", "replace")).items()}
             if not self.guard.csrf_ok(form.get("csrf")) or not self.guard.origin_ok(
@@ -236,6 +236,18 @@ class _App:
 
 
 _INTERNAL = "internal error; the server's log has the details (please report it)"
+
+
+async def _bounded_body(request: Request) -> bytes | None:
+    """The request's body, or None past ``MAX_FORM_BYTES`` (read no further)."""
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_FORM_BYTES:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def _bearer(header: str | None) -> str | None:
