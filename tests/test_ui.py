@@ -109,6 +109,17 @@ def test_why_a_fact_was_or_was_not_found(
     assert client.get("/search?q=tea&expect=nope").status == 404
 
 
+def test_a_session_named_with_a_slash(
+    client: Client, opened: tuple[Memory, dict[str, str]]
+) -> None:
+    opened[0].record_turn("tg/chat:42", user="hello from a group chat", assistant="hi")
+    listed = client.get("/sessions").body
+    assert 'href="/sessions/tg%2Fchat%3A42"' in listed
+    page = client.get("/sessions/tg%2Fchat%3A42")
+    assert page.status == 200 and "hello from a group chat" in page.body
+    assert client.get("/sessions/no-such-session").status == 404
+
+
 def test_filters_and_pages(client: Client, opened: tuple[Memory, dict[str, str]]) -> None:
     memory = opened[0]
     for n in range(120):

@@ -276,7 +276,7 @@ def create_app(memory: Memory | Callable[[], Memory], guard: Guard | None = None
         Route("/facts/{item_id}/restore", app.action("restore"), methods=["POST"]),
         Route("/search", app.route("search")),
         Route("/sessions", app.route("sessions")),
-        Route("/sessions/{session}", app.route("session")),
+        Route("/sessions/{session:path}", app.route("session")),
         Route("/layers", app.route("layers")),
         Route("/file", app.route("file")),
         Route("/notes/{name}", app.route("note")),
