@@ -15,8 +15,9 @@ and (optionally) recency.
 4. Factors: the source's weight (the user's words count most, tool output
    least), the layer's (raw logs a little less than curated memory), a
    speaker the query names, a date the query names, recency.
-5. Optional diversity across sessions (MMR-like). With no embedder it is BM25
-   alone (step 1 has one list), and the caller says so.
+5. Optional diversity across sessions (MMR-like).
+
+With no embedder it is BM25 alone (step 1 has one list), and the caller says so.
 """
 
 from __future__ import annotations
