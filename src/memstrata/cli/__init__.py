@@ -47,6 +47,7 @@ from .search import context, reindex, search
 from .serve import bench, mcp, serve_command
 from .tokens import tokens_group
 from .transfer import export_command, import_command
+from .ui import ui_command
 
 __all__ = ["cli", "main"]
 
@@ -506,6 +507,7 @@ for _command in (
     notes_group,
     export_command,
     import_command,
+    ui_command,
 ):
     cli.add_command(_command)
 attach_print_config(mcp)  # mcp --print-config CLIENT
