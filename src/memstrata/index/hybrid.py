@@ -7,7 +7,8 @@ and (optionally) recency.
    filtered. An index that is a ``CandidateSource`` may find either list
    itself (PostgreSQL: full-text search and HNSW in SQL); the rest is the same.
 2. Fusion: ``w_bm25 * s_bm25 + w_vector * s_vector`` with each list's scores
-   scaled to [0, 1] over its candidates (``minmax``), or weighted reciprocal
+   scaled to [FLOOR_PART, 1] over its candidates (``minmax``: the weakest
+   candidate still counts, every match is kept), or weighted reciprocal
    rank fusion ``w / (RRF_K + rank)`` (``rrf``). A chunk missing from a list
    adds nothing from it.
 3. Context (transcripts): a turn gains ``neighbours`` times the score of each
@@ -43,6 +44,10 @@ if TYPE_CHECKING:
 __all__ = ["CandidateSource", "Filters", "Hit", "Ranked", "Vectors", "Weights", "hybrid"]
 
 RRF_K = 60
+# What the weakest candidate of a list adds in min-max fusion (as a share of the
+# list's weight): every candidate was found, so none may scale to nothing and
+# vanish (three notes say "zebra": three hits). Relevance is the floor's job.
+FLOOR_PART = 0.01
 # From this many chunks BM25 ranks on a worker while the query is embedded
 # (below, the thread's hand-over costs about what BM25 does).
 OVERLAP_ABOVE = 20_000
@@ -428,8 +433,8 @@ def hybrid(
         for rank, (cid, score) in enumerate(ranked, start=1):
             if weights.fusion == "rrf":
                 part = 1.0 / (RRF_K + rank)
-            else:  # the lowest candidate adds 0; a lone candidate is the best: 1
-                part = (score - low) / span if span > 0 else 1.0
+            else:  # the lowest candidate adds FLOOR_PART, a lone one is the best: 1
+                part = FLOOR_PART + (1 - FLOOR_PART) * (score - low) / span if span > 0 else 1.0
             fused[cid] = fused.get(cid, 0.0) + weight * part
     if weights.neighbours or weights.session:
         fused = _in_context(index, fused, filters, weights)
@@ -439,8 +444,6 @@ def hybrid(
     marks = index.marks
     scored = []
     for cid, score in fused.items():
-        if score <= 0:
-            continue  # the weakest candidate of a list and in no other: nothing found
         chunk = chunks[cid]
         score *= SOURCE_WEIGHT.get(chunk.source, 1.0) * LAYER_WEIGHT.get(chunk.layer, 1.0)
         if named and chunk.layer == "transcripts" and chunk.title.lower() in named:

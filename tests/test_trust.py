@@ -1,0 +1,56 @@
+"""Results you can trust (issue 16, item 3): every keyword match kept, a
+relevance floor, every searchable layer embedded, exact citations for facts
+written in this process, the session state searchable by default."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memstrata import Memory
+
+FILLER = [
+    "The staging database listens on port 5433",
+    "I prefer dark mode in every editor",
+    "We moved the billing service to Go",
+    "Dilnoza leads the payments team",
+    "The quarterly report is due on Friday",
+    "Lunch was a bowl of ramen near the office",
+]
+
+
+@pytest.mark.parametrize("embedder", ["none", "hash"])
+def test_three_notes_with_zebra_are_three_hits(ws: Path, embedder: str) -> None:
+    with Memory.open(ws, embedder=embedder) as memory:
+        for text in FILLER:
+            memory.remember(text)
+        memory.notes.create("Zoo", "We saw a zebra at the zoo")
+        memory.notes.create("Stripes", "A zebra has black and white stripes")
+        memory.notes.create("Safari", "The zebra herd crossed the river at dawn, many of them")
+        hits = memory.search("zebra", k=10)
+        assert ["zebra" in hit.text for hit in hits][:4] == [True, True, True, False][: len(hits)]
+        assert len(hits) == 3 or embedder == "hash"  # hash vectors: the rest trail
+
+
+@settings(max_examples=15, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(
+    matches=st.integers(min_value=1, max_value=12),
+    others=st.integers(min_value=0, max_value=6),
+    data=st.data(),
+)
+def test_bm25_alone_finds_all_n_of_n_matches(
+    tmp_path_factory: pytest.TempPathFactory, matches: int, others: int, data: st.DataObject
+) -> None:
+    ws = tmp_path_factory.mktemp("ws")
+    extra = data.draw(st.lists(st.sampled_from(["quickly", "again", "today", "blue"]), max_size=4))
+    with Memory.open(ws, embedder="none") as memory:
+        for text in FILLER[:others]:
+            memory.remember(text)
+        for number in range(matches):
+            words = " ".join(extra[: number % (len(extra) + 1)])
+            memory.remember(f"Fact {number}: the okapi ate {'leaves ' * (number % 3)}{words}")
+        hits = memory.search("okapi", k=matches + 5)
+        assert len(hits) == matches
