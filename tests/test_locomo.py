@@ -360,7 +360,14 @@ def test_report_json_shape() -> None:
     conv = _conversation(*(_q(category, "D1:1", text=str(category)) for category in range(1, 6)))
     report = evaluate([conv], _fixed(["D1:1"]))
     data = json.loads(json.dumps(report.as_json()))
-    assert list(data) == ["overall", "by_category", "latency_ms", "questions", "skipped"]
+    assert list(data) == [
+        "overall",
+        "by_category",
+        "latency_ms",
+        "questions",
+        "skipped",
+        "session_recall@5",
+    ]
     recall_keys = ["recall@1", "recall@5", "recall@10", "recall@20"]
     assert list(data["overall"]) == recall_keys
     assert list(data["by_category"]) == ["1", "2", "3", "4", "5"]
@@ -422,3 +429,15 @@ def test_bm25_baseline_on_real_data() -> None:
     report = evaluate(conversations, bm25_retriever)
     assert report.questions > 150
     assert report.overall["recall@10"] > 0.4
+
+
+def test_session_recall_at_5_counts_the_first_five_distinct_sessions() -> None:
+    ranking = ["D1:1", "D1:2", "D2:1", "D3:4", "D2:2", "D4:1", "D5:9", "D6:1", "D7:1"]
+    questions = (
+        _q(1, "D5:1", text="a"),  # D5 is the fifth distinct session: found
+        _q(5, "D6:3", text="b"),  # D6 the sixth: not found (category 5 counts too)
+        _q(2, "D9:1", "D1:30", text="c"),  # any evidence session will do
+    )
+    report = evaluate([_conversation(*questions)], _fixed(ranking))
+    assert report.session_recall == round(2 / 3, 4)
+    assert report.as_json()["session_recall@5"] == round(2 / 3, 4)

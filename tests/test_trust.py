@@ -87,3 +87,17 @@ def test_a_paraphrase_finds_a_daily_note(ws: Path) -> None:
             memory.remember(text)
         hits = memory.search("veterinarian appointment for my dog", k=3)
         assert hits and "Rex" in hits[0].text
+
+
+def test_the_session_state_is_searched_by_default_and_through_the_tools(ws: Path) -> None:
+    from memstrata.tools import TOOLS
+
+    with Memory.open(ws, embedder="none") as memory:
+        memory.remember("The staging database listens on port 5433")
+        captured = memory.observe("We decided to use PostgreSQL 16 for the ledger", session="s1")
+        assert captured
+        hits = memory.search("ledger PostgreSQL")
+        assert [hit.layer for hit in hits][:1] == ["session_state"]
+        assert hits[0].path == "sessions/s1/SESSION-STATE.md" and hits[0].line_start > 0
+    layer = TOOLS["memory_search"]["parameters"]["properties"]["layer"]
+    assert "session_state" in layer["enum"]

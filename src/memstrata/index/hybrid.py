@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable, Mapping, MutableMapping, Sequence
+from collections.abc import Callable, MutableMapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
@@ -36,12 +36,23 @@ from .chunks import Chunk
 from .dates import dates_in
 from .lexical import Lexical, stemmed
 from .protocol import Index
+from .relevance import RELEVANCE, Relevance, diversify, relevance
 from .text import query_terms
 
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["CandidateSource", "Filters", "Hit", "Ranked", "Vectors", "Weights", "hybrid"]
+__all__ = [
+    "RELEVANCE",
+    "CandidateSource",
+    "Filters",
+    "Hit",
+    "Ranked",
+    "Relevance",
+    "Vectors",
+    "Weights",
+    "hybrid",
+]
 
 RRF_K = 60
 # What the weakest candidate of a list adds in min-max fusion (as a share of the
@@ -110,6 +121,13 @@ class Weights:
     # happened ("yesterday", "last week", a date); "how many/much" ones with a
     # number; "where" ones naming a place ("in Paris", "at the park").
     when: float = 0.6
+    # Relevance floor: a search returns nothing unless its best keyword match
+    # covers ``floor_lexical`` of the query (its BM25 score over the query's
+    # ``ceiling``) or its nearest vector has a cosine of ``floor_vector``
+    # (0: no floor on that side; both 0: no floor). Calibrated on LoCoMo's dev
+    # questions against 200 unrelated queries (docs/search.md, "Relevance floor").
+    floor_lexical: float = 0.0
+    floor_vector: float = 0.0
 
     def __post_init__(self) -> None:
         if self.fusion not in ("minmax", "rrf"):
@@ -393,9 +411,10 @@ def hybrid(
     chunks = index.chunks
     wide = max(weights.candidates, 4 * k)
     terms = query_terms(query)
+    stems = stemmed(terms)
 
     def bm25() -> Ranked:
-        return lexical.top(index, stemmed(terms), wide, k1=weights.k1, b=weights.b)
+        return lexical.top(index, stems, wide, k1=weights.k1, b=weights.b)
 
     source = index if isinstance(index, CandidateSource) else None
     embedding = embed is not None and vectors is not None and bool(index.vectors) and weights.vector
@@ -415,6 +434,7 @@ def hybrid(
             near = pending.result()[1]
     if early is not None:
         found = early.result()
+    ranked_here = found is None
     if found is None:
         found = bm25()
     words = [(cid, score) for cid, score in found if cid in chunks and filters.accept(chunks[cid])]
@@ -423,6 +443,10 @@ def hybrid(
         nearest = [(c, s) for c, s in near if c in chunks and filters.accept(chunks[c])]
     elif vector is not None and vectors is not None:
         nearest = _nearest(index, vectors, vector, wide, filters)
+    strength = relevance(lexical, stems, words, nearest, weights.k1, here=ranked_here)
+    RELEVANCE.set(strength)
+    if not strength.passes(weights.floor_lexical, weights.floor_vector):
+        return []  # nothing relevant: nothing rather than noise
     fused: dict[int, float] = {}
     for weight, ranked in ((weights.bm25, words), (weights.vector, nearest)):
         if not ranked:
@@ -459,7 +483,7 @@ def hybrid(
         scored.append((score, cid))
     scored.sort(key=lambda pair: (-pair[0], pair[1]))
     if weights.diversity:
-        scored = _diversify(scored, chunks, weights.diversity, k)
+        scored = diversify(scored, chunks, weights.diversity, k)
     return [_hit(chunks[cid], score, line_of) for score, cid in scored[:k]]
 
 
@@ -480,31 +504,6 @@ def _nearest(
         if len(kept) >= wide or len(found) < ask or found[-1][1] <= 0 or ask >= len(chunks):
             return kept[:wide]
         ask *= 4
-
-
-def _diversify(
-    scored: list[tuple[float, int]], chunks: Mapping[int, Chunk], diversity: float, k: int
-) -> list[tuple[float, int]]:
-    """Greedy re-rank: each pick from a session already picked from is
-    discounted by ``(1 - diversity) ** picks`` (chunks without a session are not)."""
-    import heapq
-
-    picks: dict[str, int] = {}
-    heap = [(-score, cid, 0) for score, cid in scored]
-    heapq.heapify(heap)
-    out: list[tuple[float, int]] = []
-    while heap and len(out) < k:
-        negative, cid, seen = heapq.heappop(heap)
-        session = chunks[cid].session
-        count = picks.get(session, 0) if session else 0
-        if count != seen:  # its discount changed since it was pushed: push it back
-            base = -negative / (1 - diversity) ** seen
-            heapq.heappush(heap, (-base * (1 - diversity) ** count, cid, count))
-            continue
-        out.append((-negative, cid))
-        if session:
-            picks[session] = count + 1
-    return out
 
 
 _ANSWERS = (_TIME_WORDS, _NUMBER, _PLACE, _NAME)

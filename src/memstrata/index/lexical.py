@@ -202,6 +202,17 @@ class BM25:
             return self._top_capped(terms, limit, k1, b, self.cap)
         return self._top(terms, limit, k1, b)
 
+    def ceiling(self, terms: list[str], k1: float) -> float:
+        """The score a document holding every distinct term of ``terms`` many
+        times would reach (each term's ``idf * (k1 + 1)``; a term no document
+        holds has the highest idf): a BM25 score over this is the share of the
+        query a document matches, comparable from one query to the next."""
+        return sum(
+            self._idf(len(self._rows[tid]) if (tid := self._vocab.get(term)) is not None else 0)
+            * (k1 + 1.0)
+            for term in set(terms)
+        )
+
     def _idf(self, df: int) -> float:
         return math.log(1.0 + (self.live - df + 0.5) / (df + 0.5))
 
@@ -332,6 +343,11 @@ class Lexical:
             with index.lock:  # writers hold it: the mirror holds still while we read it
                 self._catch_up(index)
             return self._bm25.top(terms, limit, k1=k1, b=b)
+
+    def ceiling(self, terms: list[str], *, k1: float) -> float:
+        """``BM25.ceiling`` of the index as of its last ``top``."""
+        with self._lock:
+            return self._bm25.ceiling(terms, k1)
 
     def warm(self, index: Index) -> None:
         """Take in every change of ``index`` now (the first search need not)."""

@@ -73,8 +73,10 @@ _APPEND_ONLY = ("transcripts", "daily_notes")
 LAYERS = SEARCHABLE  # storage.layers.LAYERS: the layers with files
 
 # What a search looks in unless asked for more: not the files that are in every
-# prompt anyway (core, working memory, session state).
-DEFAULT_LAYERS = LAYERS - {"core", "working", "session_state"}
+# prompt anyway (core, working memory). The session state is: its decisions and
+# specific values are what an agent looks up ("which port did we pick?"), and
+# an agent with many sessions does not have every one in its prompt.
+DEFAULT_LAYERS = LAYERS - {"core", "working"}
 
 # Layers found by BM25 alone: none. Daily notes and summaries/ are embedded
 # like every searchable layer ("veterinarian appointment for my dog" finds
@@ -137,8 +139,8 @@ class Searcher:
     ) -> builtins.list[Hit]:
         """The ``k`` best chunks for ``query`` (BM25 and vectors fused), each with
         its path, line range, snippet, score, layer and times. ``layers``
-        defaults to every layer but those in every prompt (core, working,
-        session_state). ``k`` above ``MAX_K`` is taken as ``MAX_K``."""
+        defaults to every layer but those in every prompt (core, working);
+        the session state is searched. ``k`` above ``MAX_K`` is taken as ``MAX_K``."""
         if not isinstance(query, str) or not query.strip():
             raise InvalidInput("the query must be a non-empty string")
         if len(query) > MAX_QUERY_CHARS:

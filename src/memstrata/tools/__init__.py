@@ -70,6 +70,7 @@ TOOLS: dict[str, dict[str, Any]] = {
                         "notebook",
                         "transcripts",
                         "lessons",
+                        "session_state",
                     ],
                 },
                 "session": {"type": "string", "description": "only this session"},
