@@ -101,3 +101,15 @@ def test_the_session_state_is_searched_by_default_and_through_the_tools(ws: Path
         assert hits[0].path == "sessions/s1/SESSION-STATE.md" and hits[0].line_start > 0
     layer = TOOLS["memory_search"]["parameters"]["properties"]["layer"]
     assert "session_state" in layer["enum"]
+
+
+def test_a_fact_written_in_this_process_is_cited_at_its_line(ws: Path) -> None:
+    with Memory.open(ws, embedder="none") as memory:
+        memory.remember("The staging database listens on port 5433")
+        memory.flush()
+        memory.remember("The okapi enclosure opens at nine")  # not checkpointed yet
+        for query in ("okapi enclosure", "staging database"):
+            hit = memory.search(query, k=1)[0]
+            assert hit.path == "MEMORY.md" and hit.line_start == hit.line_end > 0
+            lines = (ws / "MEMORY.md").read_text(encoding="utf-8").split("\n")
+            assert query.split()[0] in lines[hit.line_start - 1]

@@ -43,7 +43,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ..context.tokens import EstimateCounter
-from ..errors import BackendUnavailable, InvalidInput
+from ..errors import BackendUnavailable, InvalidInput, MemstrataError
 from ..index.chunks import Chunk, chunk_file, fact_chunks, layer_of, memory_md_lines
 from ..index.chunks import searchable_files as list_searchable
 from ..index.hybrid import Filters, Hit, Vectors, Weights, hybrid
@@ -414,20 +414,42 @@ class Searcher:
         return list(touched), [items[key] for key in touched if key in items]
 
     def _line_of(self, state: _SearchState, chunk: Chunk) -> tuple[int, int]:
+        """The chunk's lines; a fact's is its line in MEMORY.md on disk. A fact
+        written since the last checkpoint is on no line yet: MEMORY.md is then
+        rendered (``flush``, once for all such facts) so that it is cited at
+        the line it has, not ``[0, 0]``."""
         if chunk.path != "MEMORY.md" or chunk.ref is None:
             return chunk.line_start, chunk.line_end
+        line = self._md_lines(state).get(chunk.ref, 0)
+        if not line and self._render_memory_md(chunk.ref):
+            line = self._md_lines(state).get(chunk.ref, 0)
+        return line, line
+
+    def _md_lines(self, state: _SearchState) -> dict[str, int]:
         volume = self.engine.workspace.volume
         info = volume.stat("MEMORY.md")
         if info is None:
-            return 0, 0
+            return {}
         if state.md_key != info:
             data = volume.read("MEMORY.md")
             if data is None:
-                return 0, 0
+                return {}
             state.md_lines = memory_md_lines(decoded_text(data))
             state.md_key = info
-        line = state.md_lines.get(chunk.ref, 0)
-        return line, line
+        return state.md_lines
+
+    def _render_memory_md(self, ref: str) -> bool:
+        """Render MEMORY.md now for item ``ref`` that the store holds and the
+        file does not yet (False: nothing to render, or it cannot be)."""
+        engine = self.engine
+        if engine.read_only or ref not in engine.store.items:
+            return False
+        try:
+            engine.flush()
+        except MemstrataError as exc:  # a full disk, a lock: the citation stays [0, 0]
+            log.debug("MEMORY.md not rendered for a citation: %s", exc)
+            return False
+        return True
 
     # -- embeddings ----------------------------------------------------------------
 
