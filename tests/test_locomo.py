@@ -441,3 +441,26 @@ def test_session_recall_at_5_counts_the_first_five_distinct_sessions() -> None:
     report = evaluate([_conversation(*questions)], _fixed(ranking))
     assert report.session_recall == round(2 / 3, 4)
     assert report.as_json()["session_recall@5"] == round(2 / 3, 4)
+
+
+def test_the_floor_is_chosen_on_the_other_conversations() -> None:
+    from memstrata.benchmarks import locomo_cv
+    from memstrata.benchmarks.locomo_cv import Asked, Observed
+    from memstrata.index.relevance import Relevance
+
+    def observed(name: str, question: float, unrelated: float) -> Observed:
+        asked = tuple(
+            Asked(4, (1.0, 1.0, 1.0, 1.0), 1.0, Relevance(question, 0.0)) for _ in range(10)
+        )
+        noise = tuple(Relevance(unrelated, 0.0) for _ in range(20))
+        return Observed(name, asked, noise)
+
+    data = [observed("a", 0.5, 0.2), observed("b", 0.5, 0.2), observed("c", 0.3, 0.1)]
+    assert locomo_cv.choose(data[:2])[0] == 0.5  # the highest floor that keeps recall
+    report = locomo_cv.cross_validate(data)
+    assert report["without_floor"]["false_hits"] == 1.0
+    held_c = report["folds"][2]
+    assert held_c["floor"]["lexical"] == 0.5
+    assert held_c["recall@10"] == 0.0 and held_c["false_hits"] == 0.0  # tuned elsewhere
+    assert report["folds"][0]["recall@10"] == 1.0
+    assert report["cross_validated"]["recall@10"] == round(2 / 3, 4)
