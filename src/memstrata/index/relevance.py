@@ -4,7 +4,7 @@ diversity re-rank: the parts of ``hybrid`` that look at a whole result list.
 Invariants: ``Relevance`` is computed from the candidate lists after the
 filters, before fusion, so that it does not depend on min-max scaling (which
 makes the best candidate of any list 1.0, however weak); ``lexical`` is in
-[0, 1) for a list ranked in RAM and exactly 1.0 for one a backend ranked (no
+[0, 1] for a list ranked in RAM and exactly 1.0 for one a backend ranked (no
 ceiling is known for it: the floor then rests on the vector side alone).
 """
 
@@ -16,16 +16,19 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 
 from .chunks import Chunk
-from .lexical import Lexical
+from .lexical import Lexical, document_terms
 
-__all__ = ["RELEVANCE", "Relevance", "diversify", "relevance"]
+__all__ = ["BACKGROUND", "RELEVANCE", "Relevance", "diversify", "relevance"]
+
+# Documents a term's rarity is judged against at the least (``Lexical.coverage``).
+BACKGROUND = 1000
 
 
 @dataclass(frozen=True, slots=True)
 class Relevance:
     """How strongly anything matched a search: ``lexical`` is the best
-    keyword candidate's share of the query (its BM25 score over the query's
-    ``Lexical.ceiling``), ``vector`` the best cosine (0.0 without vectors)."""
+    keyword candidate's share of the query's terms (``Lexical.coverage``),
+    ``vector`` the best cosine (0.0 without vectors)."""
 
     lexical: float
     vector: float
@@ -50,17 +53,19 @@ def relevance(
     stems: list[str],
     words: list[tuple[int, float]],
     nearest: list[tuple[int, float]],
-    k1: float,
+    chunks: Mapping[int, Chunk],
     *,
     here: bool,
 ) -> Relevance:
     """The ``Relevance`` of filtered candidate lists ``words`` (BM25, best
-    first; ``here``: ranked by ``lexical``) and ``nearest`` (cosines)."""
+    first; ``here``: ranked by ``lexical``) and ``nearest`` (cosines): the
+    share of the query's terms (``Lexical.coverage``) the best keyword
+    candidate holds."""
     share = 0.0
     if words:
         if here:
-            ceiling = lexical.ceiling(stems, k1=k1)
-            share = words[0][1] / ceiling if ceiling > 0 else 0.0
+            held = set(document_terms(chunks[words[0][0]].body))
+            share = lexical.coverage(stems, held, BACKGROUND)
         else:
             share = 1.0
     return Relevance(share, max((score for _, score in nearest), default=0.0))
