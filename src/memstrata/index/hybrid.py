@@ -127,7 +127,7 @@ class Weights:
     # (MiniLM's scale); without vectors, unless it covers ``floor_lexical_alone``
     # (0: that side off). Chosen on LoCoMo against 200 unrelated queries,
     # leave-one-conversation-out (``bench locomo --cv``; docs/search.md).
-    floor_lexical: float = 0.42
+    floor_lexical: float = 0.36
     floor_vector: float = 0.34
     floor_lexical_alone: float = 0.22
 
