@@ -360,7 +360,14 @@ def test_report_json_shape() -> None:
     conv = _conversation(*(_q(category, "D1:1", text=str(category)) for category in range(1, 6)))
     report = evaluate([conv], _fixed(["D1:1"]))
     data = json.loads(json.dumps(report.as_json()))
-    assert list(data) == ["overall", "by_category", "latency_ms", "questions", "skipped"]
+    assert list(data) == [
+        "overall",
+        "by_category",
+        "latency_ms",
+        "questions",
+        "skipped",
+        "session_recall@5",
+    ]
     recall_keys = ["recall@1", "recall@5", "recall@10", "recall@20"]
     assert list(data["overall"]) == recall_keys
     assert list(data["by_category"]) == ["1", "2", "3", "4", "5"]
@@ -422,3 +429,38 @@ def test_bm25_baseline_on_real_data() -> None:
     report = evaluate(conversations, bm25_retriever)
     assert report.questions > 150
     assert report.overall["recall@10"] > 0.4
+
+
+def test_session_recall_at_5_counts_the_first_five_distinct_sessions() -> None:
+    ranking = ["D1:1", "D1:2", "D2:1", "D3:4", "D2:2", "D4:1", "D5:9", "D6:1", "D7:1"]
+    questions = (
+        _q(1, "D5:1", text="a"),  # D5 is the fifth distinct session: found
+        _q(5, "D6:3", text="b"),  # D6 the sixth: not found (category 5 counts too)
+        _q(2, "D9:1", "D1:30", text="c"),  # any evidence session will do
+    )
+    report = evaluate([_conversation(*questions)], _fixed(ranking))
+    assert report.session_recall == round(2 / 3, 4)
+    assert report.as_json()["session_recall@5"] == round(2 / 3, 4)
+
+
+def test_the_floor_is_chosen_on_the_other_conversations() -> None:
+    from memstrata.benchmarks import locomo_cv
+    from memstrata.benchmarks.locomo_cv import Asked, Observed
+    from memstrata.index.relevance import Relevance
+
+    def observed(name: str, question: float, unrelated: float) -> Observed:
+        asked = tuple(
+            Asked(4, (1.0, 1.0, 1.0, 1.0), 1.0, Relevance(question, 0.0)) for _ in range(10)
+        )
+        noise = tuple(Relevance(unrelated, 0.0) for _ in range(20))
+        return Observed(name, asked, noise)
+
+    data = [observed("a", 0.5, 0.2), observed("b", 0.5, 0.2), observed("c", 0.15, 0.1)]
+    assert locomo_cv.choose(data[:2])[0] == 0.22  # the lowest floor that drops the noise
+    report = locomo_cv.cross_validate(data)
+    assert report["without_floor"]["false_hits"] == 1.0
+    held_c = report["folds"][2]
+    assert held_c["floor"]["lexical"] == 0.22
+    assert held_c["recall@10"] == 0.0 and held_c["false_hits"] == 0.0  # tuned elsewhere
+    assert report["folds"][0]["recall@10"] == 1.0
+    assert report["cross_validated"]["recall@10"] == round(2 / 3, 4)

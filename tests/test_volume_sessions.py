@@ -306,4 +306,7 @@ def test_nothing_linked_out_of_the_workspace_is_indexed(tmp_path: Path) -> None:
         memory.record_turn(SESSION, user="the inside canary sings", assistant="ok")
         memory.reindex()
         hits = memory.search("canary", layers=["daily_notes", "semantic", "transcripts"])
-    assert {hit.path for hit in hits} == {f"sessions/{STEM}.jsonl"}
+    # the turn and its daily note (every keyword match is kept), nothing from outside
+    assert {hit.path.split("/")[0] for hit in hits} == {"sessions", "memory"}
+    assert f"sessions/{STEM}.jsonl" in {hit.path for hit in hits}
+    assert not any("outside" in hit.text for hit in hits), [h.text for h in hits]

@@ -229,7 +229,7 @@ def test_last_record_of_a_long_log_reads_only_its_end(
     monkeypatch.setattr(volume, "read", lambda rel: pytest.fail(f"read the whole {rel}"))
     monkeypatch.setattr(volume, "tail", counted)
     assert last_record(volume, rel, lambda data: pytest.fail("not torn")) == {"seq": 5009}
-    if volume.local is None:  # a folder reads its end by itself (files.last_jsonl_record)
+    if volume.local is None:  # a folder reads its end by itself first (files.last_jsonl_record)
         assert ends and sum(ends) <= 2 * TAIL_BYTES
 
 

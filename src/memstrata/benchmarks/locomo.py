@@ -53,6 +53,8 @@ __all__ = [
     "main",
     "parse_session_date",
     "repair_evidence",
+    "session_hit",
+    "session_of",
 ]
 
 ADVERSARIAL = 5
@@ -62,6 +64,9 @@ OVERALL_CATEGORIES = frozenset({1, 2, 3, 4})
 """Multi-hop, temporal, open-domain, single-hop: the categories ``overall`` averages."""
 
 DEFAULT_KS = (1, 5, 10, 20)
+
+SESSION_K = 5
+"""Distinct sessions the session-level figure looks at (``session_recall@5``)."""
 
 Retriever = Callable[[str, int], list[str]]
 """``search(question_text, k)``: up to ``k`` dia_ids, best first."""
@@ -271,6 +276,9 @@ class Report:
     ``by_category`` has every category with at least one scored question, adversarial
     included, each with its ``"questions"`` count. ``skipped`` counts questions (of any
     category) without a valid evidence id. Recalls are 0.0 when nothing was scored.
+    ``session_recall`` is the session-level figure over categories 1-5: a question
+    counts as found when any of its evidence sessions is among the first
+    ``SESSION_K`` distinct sessions of what was retrieved.
     """
 
     overall: dict[str, float]
@@ -278,6 +286,7 @@ class Report:
     latency_ms: dict[str, float]
     questions: int
     skipped: int
+    session_recall: float = 0.0
 
     def as_json(self) -> dict[str, Any]:
         """The report as plain JSON-ready data, with the documented keys in order."""
@@ -287,6 +296,7 @@ class Report:
             "latency_ms": dict(self.latency_ms),
             "questions": self.questions,
             "skipped": self.skipped,
+            f"session_recall@{SESSION_K}": self.session_recall,
         }
 
 
@@ -306,6 +316,7 @@ def evaluate(
     cutoffs = _checked_ks(ks)
     per_category: dict[int, list[list[float]]] = defaultdict(list)
     latencies: list[float] = []
+    sessions_found: list[float] = []
     skipped = 0
     for conversation in conversations:
         search = make_retriever(conversation)
@@ -317,6 +328,7 @@ def evaluate(
             found = search(question.text, cutoffs[-1])
             latencies.append((time.perf_counter() - start) * 1000.0)
             per_category[question.category].append(_recalls(question.evidence, found, cutoffs))
+            sessions_found.append(session_hit(question.evidence, found))
     scored = [
         row
         for category, rows in per_category.items()
@@ -335,7 +347,22 @@ def evaluate(
         },
         questions=len(scored),
         skipped=skipped,
+        session_recall=round(sum(sessions_found) / len(sessions_found), 4)
+        if sessions_found
+        else 0.0,
     )
+
+
+def session_of(dia_id: str) -> str:
+    """The session of a dialogue id: ``"D3:12"`` -> ``"D3"``."""
+    return dia_id.partition(":")[0]
+
+
+def session_hit(evidence: Iterable[str], found: Iterable[str], k: int = SESSION_K) -> float:
+    """1.0 when a session of ``evidence`` is among the first ``k`` distinct
+    sessions of ``found`` (best first), else 0.0."""
+    first = list(dict.fromkeys(session_of(dia_id) for dia_id in found))[:k]
+    return 1.0 if {session_of(dia_id) for dia_id in evidence} & set(first) else 0.0
 
 
 def _checked_ks(ks: Sequence[int]) -> tuple[int, ...]:

@@ -29,7 +29,15 @@ def bench() -> None:
 @click.option(
     "--embedder", type=click.Choice(["minilm", "hash", "none"]), default="minilm", show_default=True
 )
-def bench_locomo(data: Path, out: Path | None, limit_questions: int | None, embedder: str) -> None:
+@click.option(
+    "--cv",
+    is_flag=True,
+    help="Leave-one-conversation-out: the relevance floor tuned on the other conversations, "
+    "recall and false hits (200 unrelated queries) measured on each.",
+)
+def bench_locomo(
+    data: Path, out: Path | None, limit_questions: int | None, embedder: str, cv: bool
+) -> None:
     """Recall@k of memstrata's search on LoCoMo (a fresh workspace per conversation)."""
     from ..benchmarks import locomo
     from ..benchmarks.retrievers import memstrata_retriever
@@ -37,6 +45,12 @@ def bench_locomo(data: Path, out: Path | None, limit_questions: int | None, embe
     conversations = locomo.load(data)
     if limit_questions is not None:
         conversations = locomo.limit_questions(conversations, limit_questions)
+    if cv:
+        from ..benchmarks import locomo_cv
+
+        found = locomo_cv.cross_validate(locomo_cv.collect(conversations, embedder))
+        _emit({**found, "embedder": embedder}, out)
+        return
     report = locomo.evaluate(
         conversations, lambda conversation: memstrata_retriever(conversation, embedder=embedder)
     ).as_json()

@@ -7,7 +7,8 @@ and (optionally) recency.
    filtered. An index that is a ``CandidateSource`` may find either list
    itself (PostgreSQL: full-text search and HNSW in SQL); the rest is the same.
 2. Fusion: ``w_bm25 * s_bm25 + w_vector * s_vector`` with each list's scores
-   scaled to [0, 1] over its candidates (``minmax``), or weighted reciprocal
+   scaled to [FLOOR_PART, 1] over its candidates (``minmax``: the weakest
+   candidate still counts, every match is kept), or weighted reciprocal
    rank fusion ``w / (RRF_K + rank)`` (``rrf``). A chunk missing from a list
    adds nothing from it.
 3. Context (transcripts): a turn gains ``neighbours`` times the score of each
@@ -24,7 +25,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable, Mapping, MutableMapping, Sequence
+from collections.abc import Callable, MutableMapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
@@ -35,6 +36,7 @@ from .chunks import Chunk
 from .dates import dates_in
 from .lexical import Lexical, stemmed
 from .protocol import Index
+from .relevance import RELEVANCE, Relevance, diversify, relevance
 from .text import query_terms
 from .vectors import Vectors
 
@@ -43,9 +45,25 @@ if TYPE_CHECKING:
 
     from .why import Why
 
-__all__ = ["CandidateSource", "Filters", "Hit", "Ranked", "Vectors", "Weights", "hybrid"]
+__all__ = [
+    "RELEVANCE",
+    "CandidateSource",
+    "Filters",
+    "Hit",
+    "Ranked",
+    "Relevance",
+    "Vectors",
+    "Weights",
+    "fused_part",
+    "hybrid",
+    "vectors_in_ram",
+]
 
 RRF_K = 60
+# What the weakest candidate of a list adds in min-max fusion (as a share of the
+# list's weight): every candidate was found, so none may scale to nothing and
+# vanish (three notes say "zebra": three hits). Relevance is the floor's job.
+FLOOR_PART = 0.001
 # From this many chunks BM25 ranks on a worker while the query is embedded
 # (below, the thread's hand-over costs about what BM25 does).
 OVERLAP_ABOVE = 20_000
@@ -108,6 +126,15 @@ class Weights:
     # happened ("yesterday", "last week", a date); "how many/much" ones with a
     # number; "where" ones naming a place ("in Paris", "at the park").
     when: float = 0.6
+    # Relevance floor: a search returns nothing unless its best keyword match
+    # holds ``floor_lexical`` of the query's terms (``Lexical.coverage``) or
+    # its nearest vector has a cosine of ``floor_vector``
+    # (MiniLM's scale); without vectors, unless it covers ``floor_lexical_alone``
+    # (0: that side off). Chosen on LoCoMo against 200 unrelated queries,
+    # leave-one-conversation-out (``bench locomo --cv``; docs/search.md).
+    floor_lexical: float = 0.36
+    floor_vector: float = 0.34
+    floor_lexical_alone: float = 0.22
 
     def __post_init__(self) -> None:
         if self.fusion not in ("minmax", "rrf"):
@@ -248,9 +275,10 @@ def hybrid(
     chunks = index.chunks
     wide = max(weights.candidates, 4 * k)
     terms = query_terms(query)
+    stems = stemmed(terms)
 
     def bm25() -> Ranked:
-        return lexical.top(index, stemmed(terms), wide, k1=weights.k1, b=weights.b)
+        return lexical.top(index, stems, wide, k1=weights.k1, b=weights.b)
 
     source = index if isinstance(index, CandidateSource) else None
     embedding = embed is not None and vectors is not None and bool(index.vectors) and weights.vector
@@ -261,9 +289,11 @@ def hybrid(
     found: Ranked | None = None
     near: Ranked | None = None
     finds = source.finds(vector) if source is not None else (False, False)
+    words_in_sql = False
     if source is not None and any(finds):  # lists from the backend (SQL); None: from RAM
         if early is not None or finds[0]:  # nothing left to rank here: ask on this thread
             found, near = source.candidates(query, vector, wide, filters)
+            words_in_sql = found is not None
         else:  # SQL on a worker while BM25 ranks here
             pending = _in_background(lambda: source.candidates(query, vector, wide, filters))
             found = bm25()
@@ -278,6 +308,11 @@ def hybrid(
         nearest = [(c, s) for c, s in near if c in chunks and filters.accept(chunks[c])]
     elif vector is not None and vectors is not None:
         nearest = _nearest(index, vectors, vector, wide, filters)
+    strength = relevance(lexical, stems, words, nearest, chunks, here=not words_in_sql)
+    RELEVANCE.set(strength)
+    floors = (weights.floor_lexical, weights.floor_vector) if vector is not None else None
+    if not strength.passes(*(floors or (weights.floor_lexical_alone, 0.0))):
+        return []  # nothing relevant: nothing rather than noise
     fused: dict[int, float] = {}
     for weight, ranked in ((weights.bm25, words), (weights.vector, nearest)):
         if not ranked:
@@ -286,10 +321,7 @@ def hybrid(
         low = min(score for _, score in ranked) if weights.fusion == "minmax" else 0.0
         span = top - low
         for rank, (cid, score) in enumerate(ranked, start=1):
-            if weights.fusion == "rrf":
-                part = 1.0 / (RRF_K + rank)
-            else:  # the lowest candidate adds 0; a lone candidate is the best: 1
-                part = (score - low) / span if span > 0 else 1.0
+            part = fused_part(weights.fusion, rank, score, low, span)
             fused[cid] = fused.get(cid, 0.0) + weight * part
     if weights.neighbours or weights.session:
         fused = _in_context(index, fused, filters, weights)
@@ -299,8 +331,6 @@ def hybrid(
     marks = index.marks
     scored = []
     for cid, score in fused.items():
-        if score <= 0:
-            continue  # the weakest candidate of a list and in no other: nothing found
         chunk = chunks[cid]
         score *= SOURCE_WEIGHT.get(chunk.source, 1.0) * LAYER_WEIGHT.get(chunk.layer, 1.0)
         if named and chunk.layer == "transcripts" and chunk.title.lower() in named:
@@ -316,10 +346,33 @@ def hybrid(
         scored.append((score, cid))
     scored.sort(key=lambda pair: (-pair[0], pair[1]))
     if weights.diversity:
-        scored = _diversify(scored, chunks, weights.diversity, k)
+        scored = diversify(scored, chunks, weights.diversity, k)
     if why is not None:
         why.finish(index, query, (words, nearest), fused, scored[:k], weights, now)
     return [_hit(chunks[cid], score, line_of) for score, cid in scored[:k]]
+
+
+def vectors_in_ram(index: Index, dim: int) -> bool:
+    """Whether searches of ``index`` rank its vectors in RAM (not a backend's
+    ANN index, e.g. PostgreSQL's HNSW above a size: its matrix is then built
+    only if a search ever needs it, a filter leaving the SQL list short)."""
+    if not index.vectors:
+        return False
+    if isinstance(index, CandidateSource):
+        import numpy as np
+
+        return not index.finds(np.zeros(dim, dtype=np.float32))[1]
+    return True
+
+
+def fused_part(fusion: str, rank: int, score: float, low: float, span: float) -> float:
+    """What a candidate at ``rank`` with ``score`` adds to its fused score, before
+    its list's weight: ``"rrf"`` by rank; ``"minmax"`` its score scaled over the
+    list's ``low`` and ``span``, the lowest adding ``FLOOR_PART`` (every
+    candidate was found) and a lone one 1."""
+    if fusion == "rrf":
+        return 1.0 / (RRF_K + rank)
+    return FLOOR_PART + (1 - FLOOR_PART) * (score - low) / span if span > 0 else 1.0
 
 
 def _nearest(
@@ -339,31 +392,6 @@ def _nearest(
         if len(kept) >= wide or len(found) < ask or found[-1][1] <= 0 or ask >= len(chunks):
             return kept[:wide]
         ask *= 4
-
-
-def _diversify(
-    scored: list[tuple[float, int]], chunks: Mapping[int, Chunk], diversity: float, k: int
-) -> list[tuple[float, int]]:
-    """Greedy re-rank: each pick from a session already picked from is
-    discounted by ``(1 - diversity) ** picks`` (chunks without a session are not)."""
-    import heapq
-
-    picks: dict[str, int] = {}
-    heap = [(-score, cid, 0) for score, cid in scored]
-    heapq.heapify(heap)
-    out: list[tuple[float, int]] = []
-    while heap and len(out) < k:
-        negative, cid, seen = heapq.heappop(heap)
-        session = chunks[cid].session
-        count = picks.get(session, 0) if session else 0
-        if count != seen:  # its discount changed since it was pushed: push it back
-            base = -negative / (1 - diversity) ** seen
-            heapq.heappush(heap, (-base * (1 - diversity) ** count, cid, count))
-            continue
-        out.append((-negative, cid))
-        if session:
-            picks[session] = count + 1
-    return out
 
 
 _ANSWERS = (_TIME_WORDS, _NUMBER, _PLACE, _NAME)

@@ -202,6 +202,20 @@ class BM25:
             return self._top_capped(terms, limit, k1, b, self.cap)
         return self._top(terms, limit, k1, b)
 
+    def coverage(self, terms: list[str], held: set[str], background: int) -> float:
+        """The share of the distinct query ``terms`` a document holding ``held``
+        has, each term weighted by its rarity as if the index also had
+        ``background`` documents without it (so that a tiny index, where every
+        term it holds is common, still weighs a word it holds like one it does
+        not): comparable from one query and one index to the next."""
+        weights = {}
+        for term in set(terms):
+            tid = self._vocab.get(term)
+            df = len(self._rows[tid]) if tid is not None else 0
+            weights[term] = math.log(1.0 + (background + self.live - df + 0.5) / (df + 0.5))
+        total = sum(weights.values())
+        return sum(w for term, w in weights.items() if term in held) / total if total else 0.0
+
     def _idf(self, df: int) -> float:
         return math.log(1.0 + (self.live - df + 0.5) / (df + 0.5))
 
@@ -332,6 +346,11 @@ class Lexical:
             with index.lock:  # writers hold it: the mirror holds still while we read it
                 self._catch_up(index)
             return self._bm25.top(terms, limit, k1=k1, b=b)
+
+    def coverage(self, terms: list[str], held: set[str], background: int) -> float:
+        """``BM25.coverage`` in the index as of its last ``top``."""
+        with self._lock:
+            return self._bm25.coverage(terms, held, background)
 
     def warm(self, index: Index) -> None:
         """Take in every change of ``index`` now (the first search need not)."""

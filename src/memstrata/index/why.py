@@ -27,12 +27,12 @@ from typing import Any
 from .dates import dates_in
 from .hybrid import (
     LAYER_WEIGHT,
-    RRF_K,
     SOURCE_WEIGHT,
     Ranked,
     Weights,
     _answer_type,
     _says,
+    fused_part,
 )
 from .protocol import Index
 from .text import query_terms
@@ -142,10 +142,7 @@ def _parts(ranked: Ranked, weights: Weights, weight: float) -> dict[int, tuple[i
     span = top - low
     out: dict[int, tuple[int, float, float]] = {}
     for rank, (cid, score) in enumerate(ranked, start=1):
-        if weights.fusion == "rrf":
-            part = 1.0 / (RRF_K + rank)
-        else:
-            part = (score - low) / span if span > 0 else 1.0
+        part = fused_part(weights.fusion, rank, score, low, span)
         out.setdefault(cid, (rank, score, weight * part))
     return out
 

@@ -43,10 +43,10 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ..context.tokens import EstimateCounter
-from ..errors import BackendUnavailable, InvalidInput
+from ..errors import BackendUnavailable, InvalidInput, MemstrataError
 from ..index.chunks import Chunk, chunk_file, fact_chunks, layer_of, memory_md_lines
 from ..index.chunks import searchable_files as list_searchable
-from ..index.hybrid import CandidateSource, Filters, Hit, Vectors, Weights, hybrid
+from ..index.hybrid import Filters, Hit, Vectors, Weights, hybrid, vectors_in_ram
 from ..index.lexical import Lexical
 from ..index.protocol import Index as IndexProtocol
 from ..index.sqlite import FileState, Index, IndexCorrupt, Stale
@@ -74,12 +74,16 @@ _APPEND_ONLY = ("transcripts", "daily_notes")
 LAYERS = SEARCHABLE  # storage.layers.LAYERS: the layers with files
 
 # What a search looks in unless asked for more: not the files that are in every
-# prompt anyway (core, working memory, session state).
-DEFAULT_LAYERS = LAYERS - {"core", "working", "session_state"}
+# prompt anyway (core, working memory). The session state is: its decisions and
+# specific values are what an agent looks up ("which port did we pick?"), and
+# an agent with many sessions does not have every one in its prompt.
+DEFAULT_LAYERS = LAYERS - {"core", "working"}
 
-# Layers found by BM25 alone: daily notes repeat the transcript's exchanges
-# (``record_turn`` writes both), so embedding them would double the cost.
-UNEMBEDDED = frozenset({"daily_notes"})
+# Layers found by BM25 alone: none. Daily notes and summaries/ are embedded
+# like every searchable layer ("veterinarian appointment for my dog" finds
+# "My golden retriever Rex needs his shots" in a daily note); a body the batch
+# already embeds (a repeated exchange) is embedded once.
+UNEMBEDDED: frozenset[str] = frozenset()
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
@@ -137,9 +141,10 @@ class Searcher:
     ) -> builtins.list[Hit]:
         """The ``k`` best chunks for ``query`` (BM25 and vectors fused), each with
         its path, line range, snippet, score, layer and times. ``layers``
-        defaults to every layer but those in every prompt (core, working,
-        session_state). ``k`` above ``MAX_K`` is taken as ``MAX_K``. ``why``
-        (an ``index.why.Why``) is filled with why each hit ranked where it did."""
+        defaults to every layer but those in every prompt (core, working);
+        the session state is searched. ``k`` above ``MAX_K`` is taken as
+        ``MAX_K``. ``why`` (an ``index.why.Why``) is filled with why each hit
+        ranked where it did."""
         if not isinstance(query, str) or not query.strip():
             raise InvalidInput("the query must be a non-empty string")
         if len(query) > MAX_QUERY_CHARS:
@@ -192,7 +197,7 @@ class Searcher:
             report = self._sync(state, progress=progress)
             if warm:
                 state.lexical.warm(state.index)
-                if state.embedder is not None and _vectors_in_ram(state.index, state.embedder.dim):
+                if state.embedder is not None and vectors_in_ram(state.index, state.embedder.dim):
                     state.vectors.warm(state.index, state.embedder.dim)
             return report
 
@@ -414,20 +419,42 @@ class Searcher:
         return list(touched), [items[key] for key in touched if key in items]
 
     def _line_of(self, state: _SearchState, chunk: Chunk) -> tuple[int, int]:
+        """The chunk's lines; a fact's is its line in MEMORY.md on disk. A fact
+        written since the last checkpoint is on no line yet: MEMORY.md is then
+        rendered (``flush``, once for all such facts) so that it is cited at
+        the line it has, not ``[0, 0]``."""
         if chunk.path != "MEMORY.md" or chunk.ref is None:
             return chunk.line_start, chunk.line_end
+        line = self._md_lines(state).get(chunk.ref, 0)
+        if not line and self._render_memory_md(chunk.ref):
+            line = self._md_lines(state).get(chunk.ref, 0)
+        return line, line
+
+    def _md_lines(self, state: _SearchState) -> dict[str, int]:
         volume = self.engine.workspace.volume
         info = volume.stat("MEMORY.md")
         if info is None:
-            return 0, 0
+            return {}
         if state.md_key != info:
             data = volume.read("MEMORY.md")
             if data is None:
-                return 0, 0
+                return {}
             state.md_lines = memory_md_lines(decoded_text(data))
             state.md_key = info
-        line = state.md_lines.get(chunk.ref, 0)
-        return line, line
+        return state.md_lines
+
+    def _render_memory_md(self, ref: str) -> bool:
+        """Render MEMORY.md now for item ``ref`` that the store holds and the
+        file does not yet (False: nothing to render, or it cannot be)."""
+        engine = self.engine
+        if engine.read_only or ref not in engine.store.items:
+            return False
+        try:
+            engine.flush()
+        except MemstrataError as exc:  # a full disk, a lock: the citation stays [0, 0]
+            log.debug("MEMORY.md not rendered for a citation: %s", exc)
+            return False
+        return True
 
     # -- embeddings ----------------------------------------------------------------
 
@@ -561,16 +588,3 @@ def prompt_tail(prompt: str, chars: int = 600) -> str:
             lines.append(text)
     joined = " ".join(lines)
     return joined[-chars:]
-
-
-def _vectors_in_ram(index: IndexProtocol, dim: int) -> bool:
-    """Whether searches of ``index`` rank its vectors in RAM (not a backend's
-    ANN index, e.g. PostgreSQL's HNSW above a size: its matrix is then built
-    only if a search ever needs it, a filter leaving the SQL list short)."""
-    if not index.vectors:
-        return False
-    if isinstance(index, CandidateSource):
-        import numpy as np
-
-        return not index.finds(np.zeros(dim, dtype=np.float32))[1]
-    return True

@@ -325,8 +325,8 @@ class Views:
             words, meaning = (f"rank {r}" if r else "absent" for r in listed)
             verdict["reason"] = (
                 f"it was a candidate (BM25 list: {words}; vector list: {meaning}) but was "
-                "not kept: the weakest candidate of a list adds nothing to the fused score, "
-                f"and it is not among the best {WHY_NOT_K}"
+                f"ranked below the best {WHY_NOT_K} once the lists were fused "
+                "(or the search found nothing above its relevance floor)"
             )
             return verdict
         verdict["reason"] = (

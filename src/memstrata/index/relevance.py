@@ -1,0 +1,94 @@
+"""How relevant a search's candidates are (the relevance floor), and the
+diversity re-rank: the parts of ``hybrid`` that look at a whole result list.
+
+Invariants: ``Relevance`` is computed from the candidate lists after the
+filters, before fusion, so that it does not depend on min-max scaling (which
+makes the best candidate of any list 1.0, however weak); ``lexical`` is in
+[0, 1] for a list ranked in RAM and exactly 1.0 for one a backend ranked (no
+ceiling is known for it: the floor then rests on the vector side alone).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass
+
+from .chunks import Chunk
+from .lexical import Lexical, document_terms
+
+__all__ = ["BACKGROUND", "RELEVANCE", "Relevance", "diversify", "relevance"]
+
+# Documents a term's rarity is judged against at the least (``Lexical.coverage``).
+BACKGROUND = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class Relevance:
+    """How strongly anything matched a search: ``lexical`` is the best
+    keyword candidate's share of the query's terms (``Lexical.coverage``),
+    ``vector`` the best cosine (0.0 without vectors)."""
+
+    lexical: float
+    vector: float
+
+    def passes(self, floor_lexical: float, floor_vector: float) -> bool:
+        """Whether either side reaches its floor (a 0 floor: that side is
+        off; both 0: everything passes)."""
+        if not floor_lexical and not floor_vector:
+            return True
+        if floor_lexical and self.lexical >= floor_lexical:
+            return True
+        return bool(floor_vector) and self.vector >= floor_vector
+
+
+# The relevance of this context's last search (the benchmarks calibrate the
+# floor with it; nothing in the engine reads it).
+RELEVANCE: ContextVar[Relevance | None] = ContextVar("memstrata_relevance", default=None)
+
+
+def relevance(
+    lexical: Lexical,
+    stems: list[str],
+    words: list[tuple[int, float]],
+    nearest: list[tuple[int, float]],
+    chunks: Mapping[int, Chunk],
+    *,
+    here: bool,
+) -> Relevance:
+    """The ``Relevance`` of filtered candidate lists ``words`` (BM25, best
+    first; ``here``: ranked by ``lexical``) and ``nearest`` (cosines): the
+    share of the query's terms (``Lexical.coverage``) the best keyword
+    candidate holds."""
+    share = 0.0
+    if words:
+        if here:
+            held = set(document_terms(chunks[words[0][0]].body))
+            share = lexical.coverage(stems, held, BACKGROUND)
+        else:
+            share = 1.0
+    return Relevance(share, max((score for _, score in nearest), default=0.0))
+
+
+def diversify(
+    scored: list[tuple[float, int]], chunks: Mapping[int, Chunk], diversity: float, k: int
+) -> list[tuple[float, int]]:
+    """Greedy re-rank: each pick from a session already picked from is
+    discounted by ``(1 - diversity) ** picks`` (chunks without a session are not)."""
+    picks: dict[str, int] = {}
+    heap = [(-score, cid, 0) for score, cid in scored]
+    heapq.heapify(heap)
+    out: list[tuple[float, int]] = []
+    while heap and len(out) < k:
+        negative, cid, seen = heapq.heappop(heap)
+        session = chunks[cid].session
+        count = picks.get(session, 0) if session else 0
+        if count != seen:  # its discount changed since it was pushed: push it back
+            base = -negative / (1 - diversity) ** seen
+            heapq.heappush(heap, (-base * (1 - diversity) ** count, cid, count))
+            continue
+        out.append((-negative, cid))
+        if session:
+            picks[session] = count + 1
+    return out

