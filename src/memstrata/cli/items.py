@@ -18,8 +18,6 @@ from ..capture.scan import Entry, RuleSet, load_rules
 from ..capture.scan import scan as scan_text
 from ..capture.secrets import redact
 from ..config import settings_from_env
-from ..demo import run_demo
-from ..doctor import Level, diagnose
 from ..memory import Memory
 from ..model import Item
 from ..storage.workspace import init_workspace
@@ -390,14 +388,14 @@ def observe(
         )
 
 
-_STYLE = {Level.OK: "green", Level.INFO: "cyan", Level.WARN: "yellow", Level.ERROR: "red"}
-
-
 @click.command()
 @workspace_options
 @json_option
 def doctor(workspace: str | None, group: str | None, as_json: bool) -> None:
     """Check the workspace and say what is wrong in plain words (read-only)."""
+    from ..doctor import Level, diagnose
+
+    styles = {Level.OK: "green", Level.INFO: "cyan", Level.WARN: "yellow", Level.ERROR: "red"}
     ws = locate(workspace, group)
     findings = diagnose(ws)
     failed = any(finding.level is Level.ERROR for finding in findings)
@@ -405,7 +403,7 @@ def doctor(workspace: str | None, group: str | None, as_json: bool) -> None:
         print_json({"workspace": str(ws.path), "findings": [f.to_dict() for f in findings]})
     else:
         for finding in findings:
-            style = _STYLE[finding.level]
+            style = styles[finding.level]
             console.print(
                 Text.assemble(
                     (f"{finding.level.value:>5}", style),
@@ -427,4 +425,6 @@ def doctor(workspace: str | None, group: str | None, as_json: bool) -> None:
 )
 def demo(keep: Path | None) -> None:
     """Walk a short scripted conversation through the engine and show what it kept."""
+    from ..demo import run_demo
+
     run_demo(console, keep)
