@@ -196,6 +196,15 @@ def plain_logs(stream: object = None) -> bool:
     show_default=True,
     help="With --group: the group that may name any other group.",
 )
+@click.option(
+    "--watch/--no-watch",
+    default=True,
+    show_default=True,
+    envvar="MEMSTRATA_WATCH",
+    show_envvar=True,
+    help="Take in hand edits of MEMORY.md and the other searchable files within a "
+    "second while serving (a polling thread; see docs/cli.md).",
+)
 def mcp(
     workspace: str | None,
     group: str | None,
@@ -205,6 +214,7 @@ def mcp(
     token: str | None,
     allowed_hosts: tuple[str, ...],
     main_group: str,
+    watch: bool,
 ) -> None:
     """Serve the memory tools over MCP (stdio; --http for streamable HTTP).
 
@@ -214,6 +224,8 @@ def mcp(
 
     plain_logs()
     with open_memory(workspace, group) as memory:
+        if watch:
+            memory.watch_files()
         serve(
             memory,
             http=http,
