@@ -43,22 +43,13 @@ _LAZY = {
 }
 
 
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("memstrata")
-    except PackageNotFoundError:  # running from a source tree without install
-        return "0.0.0"
-
-
 def __getattr__(name: str) -> Any:
     """The engine's names, imported when first asked for (then cached)."""
-    if name == "__version__":
-        value: Any = _version()
-    elif name in _LAZY:
-        import importlib
+    import importlib
 
+    if name == "__version__":  # the one source of the version (pyproject reads it too)
+        value: Any = importlib.import_module("memstrata._version").__version__
+    elif name in _LAZY:
         value = getattr(importlib.import_module(_LAZY[name]), name)
     else:
         raise AttributeError(f"module 'memstrata' has no attribute {name!r}")
