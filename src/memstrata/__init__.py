@@ -29,7 +29,9 @@ if TYPE_CHECKING:
     from .memory import Memory
     from .model import CompactResult, Item, Source, Status
 
-    __version__: str
+# The one source of the version: pyproject.toml reads it at build time (so that
+# `memstrata --version` needs no importlib.metadata).
+__version__ = "0.1.0"
 
 # A library logs; the application decides where that goes.
 logging.getLogger("memstrata").addHandler(logging.NullHandler())
@@ -47,18 +49,15 @@ def __getattr__(name: str) -> Any:
     """The engine's names, imported when first asked for (then cached)."""
     import importlib
 
-    if name == "__version__":  # the one source of the version (pyproject reads it too)
-        value: Any = importlib.import_module("memstrata._version").__version__
-    elif name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name]), name)
-    else:
+    if name not in _LAZY:
         raise AttributeError(f"module 'memstrata' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_LAZY[name]), name)
     globals()[name] = value
     return value
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY) | {"__version__"})
+    return sorted(set(globals()) | set(_LAZY))
 
 
 __all__ = [
