@@ -53,19 +53,17 @@ def _patterns(obj: object, seen: set[int] | None = None) -> list[re.Pattern[str]
 @pytest.fixture
 def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     folder = tmp_path / "cache"
-    monkeypatch.setenv(rulecache.ENV_CACHE_DIR, str(folder))
+    monkeypatch.setattr(rulecache, "_folder", folder)
     return folder
 
 
-def test_a_cached_rule_set_scans_as_a_compiled_one(
-    cache: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_cached_rule_set_scans_as_a_compiled_one(cache: Path) -> None:
     stored = load_rules()
     files = list(cache.glob("rules-*.pickle"))
     assert len(files) == 1
     loaded = load_rules()
     assert loaded is not stored and _scans(loaded) == _scans(stored)
-    monkeypatch.setenv(rulecache.ENV_CACHE_DIR, "")  # off: compiled afresh
+    rulecache.use_dir(None)  # off: compiled afresh
     assert _scans(load_rules()) == _scans(loaded)
 
 
@@ -113,7 +111,7 @@ def test_an_unwritable_cache_folder_is_no_cache(
 ) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
-    monkeypatch.setenv(rulecache.ENV_CACHE_DIR, str(blocker / "cache"))
+    monkeypatch.setattr(rulecache, "_folder", blocker / "cache")
     assert _scans(load_rules()) == _scans(load_rules(use_triggers=True))
 
 
@@ -132,6 +130,9 @@ def test_a_bad_pack_is_refused_and_not_cached(cache: Path) -> None:
 @pytest.mark.slow  # several interpreters at once
 def test_concurrent_writers_leave_one_good_file(cache: Path) -> None:
     code = (
+        "import os, pathlib\n"
+        "from memstrata.capture import rulecache\n"
+        "rulecache.use_dir(pathlib.Path(os.environ['MEMSTRATA_CACHE_DIR']))\n"
         "from memstrata.capture.scan import default_rules, scan\n"
         "default_rules()\n"
         "print(len(scan('My name is Alice and I prefer tea.')))\n"
@@ -157,3 +158,26 @@ def test_importing_the_scanner_compiles_nothing(cache: Path) -> None:
     )
     env = {"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin", rulecache.ENV_CACHE_DIR: str(cache)}
     subprocess.run([sys.executable, "-c", code], env=env, check=True)
+
+
+def test_the_folder_the_environment_names() -> None:
+    home = rulecache.default_dir()
+    assert rulecache.dir_from({}) == home
+    assert rulecache.dir_from({"XDG_CACHE_HOME": "/x"}) == Path("/x/memstrata")
+    assert rulecache.dir_from({"MEMSTRATA_CACHE_DIR": "/y", "XDG_CACHE_HOME": "/x"}) == Path("/y")
+    assert rulecache.dir_from({"MEMSTRATA_CACHE_DIR": ""}) is None
+
+
+def test_the_command_line_uses_the_folder_of_its_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+
+    from memstrata.cli import cli
+
+    monkeypatch.setattr(rulecache, "_folder", rulecache._UNSET)
+    folder = tmp_path / "from-env"
+    env = {"MEMSTRATA_CACHE_DIR": str(folder), "MEMSTRATA_HOME": str(tmp_path / "ws")}
+    result = CliRunner().invoke(cli, ["scan", "My name is Alice."], env=env)
+    assert result.exit_code == 0 and "proper_noun" in result.output
+    assert list(folder.glob("rules-*.pickle"))

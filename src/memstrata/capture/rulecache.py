@@ -18,9 +18,10 @@ Invariants:
   file is replaced. The cache never changes what ``scan`` finds: a rebuilt
   pattern is kept only if it compares equal (pattern, flags and code) to the
   one ``re.compile`` made.
-* The folder is ``$MEMSTRATA_CACHE_DIR``, else ``$XDG_CACHE_HOME/memstrata``,
-  else ``~/.cache/memstrata``; ``MEMSTRATA_CACHE_DIR=""`` (empty) turns the
-  cache off.
+* The folder is ``~/.cache/memstrata`` unless ``use_dir`` chose another (or
+  None: no cache). The library reads no environment: the command line hands
+  in ``dir_from(os.environ)`` (``$MEMSTRATA_CACHE_DIR``, empty for no cache,
+  else ``$XDG_CACHE_HOME/memstrata``).
 """
 
 from __future__ import annotations
@@ -34,14 +35,14 @@ import pickle
 import re
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .scan import RuleSet
 
-__all__ = ["cache_dir", "cached"]
+__all__ = ["cache_dir", "cached", "default_dir", "dir_from", "use_dir"]
 
 log = logging.getLogger("memstrata")
 
@@ -51,14 +52,35 @@ _DIGEST = hashlib.sha256().digest_size
 _CODE = ("scan.py", "heads.py")
 
 
-def cache_dir() -> Path | None:
-    """Where cache files go (None: caching turned off)."""
-    chosen = os.environ.get(ENV_CACHE_DIR)
+_UNSET = Path()
+_folder: Path | None = _UNSET  # use_dir's choice; _UNSET: the default
+
+
+def default_dir() -> Path:
+    """``~/.cache/memstrata``: where cache files go unless ``use_dir`` chose."""
+    return Path.home() / ".cache" / "memstrata"
+
+
+def dir_from(variables: Mapping[str, str]) -> Path | None:
+    """The folder the environment names (the entry points read it and hand it
+    to ``use_dir``): ``$MEMSTRATA_CACHE_DIR`` (empty: no cache), else
+    ``$XDG_CACHE_HOME/memstrata``, else the default."""
+    chosen = variables.get(ENV_CACHE_DIR)
     if chosen is not None:
         return Path(chosen) if chosen else None
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg) if xdg else Path.home() / ".cache"
-    return base / "memstrata"
+    xdg = variables.get("XDG_CACHE_HOME")
+    return Path(xdg) / "memstrata" if xdg else default_dir()
+
+
+def use_dir(folder: Path | None) -> None:
+    """Keep cache files in ``folder`` from now on in this process (None: no cache)."""
+    global _folder
+    _folder = folder
+
+
+def cache_dir() -> Path | None:
+    """Where cache files go (None: caching turned off)."""
+    return default_dir() if _folder is _UNSET else _folder
 
 
 def _key(sources: list[str]) -> str:

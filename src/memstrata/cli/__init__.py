@@ -137,6 +137,11 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
 )
 def cli(**_globals: Any) -> None:
     """memstrata: layered, local-first memory for LLM agents."""
+    import os
+
+    from ..capture import rulecache
+
+    rulecache.use_dir(rulecache.dir_from(os.environ))
 
 
 def main() -> None:
