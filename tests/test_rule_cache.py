@@ -173,9 +173,11 @@ def test_the_command_line_uses_the_folder_of_its_environment(
 ) -> None:
     from click.testing import CliRunner
 
+    from memstrata.capture import scan as scanner
     from memstrata.cli import cli
 
     monkeypatch.setattr(rulecache, "_folder", rulecache._UNSET)
+    monkeypatch.setattr(scanner, "_DEFAULT", None)  # not loaded yet in this process
     folder = tmp_path / "from-env"
     env = {"MEMSTRATA_CACHE_DIR": str(folder), "MEMSTRATA_HOME": str(tmp_path / "ws")}
     result = CliRunner().invoke(cli, ["scan", "My name is Alice."], env=env)
