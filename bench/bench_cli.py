@@ -42,9 +42,9 @@ FACTS = [
 ]
 
 
-def _env(home: Path) -> dict[str, str]:
+def _env(home: Path, src: str) -> dict[str, str]:
     env = dict(os.environ)
-    env.update({"PYTHONPATH": SRC, "MEMSTRATA_HOME": str(home)})
+    env.update({"PYTHONPATH": src, "MEMSTRATA_HOME": str(home)})
     return env
 
 
@@ -85,11 +85,11 @@ def _mcp_series(env: dict[str, str], runs: int) -> dict[str, Any]:
     return _median_ms([anyio.run(_initialize, env) for _ in range(runs)])
 
 
-def run(runs: int, embedder: str) -> dict[str, Any]:
+def run(runs: int, embedder: str, src: str = SRC) -> dict[str, Any]:
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="bench-cli-") as tmp:
         home = Path(tmp) / "ws"
-        env = _env(home)
+        env = _env(home, src)
         subprocess.run([*CLI, "init"], env=env, check=True, stdout=subprocess.DEVNULL)
         (home / "memstrata.toml").write_text(f'[memory]\nembedder = "{embedder}"\n')
         for fact in FACTS:
@@ -116,6 +116,7 @@ def run(runs: int, embedder: str) -> dict[str, Any]:
         "load_average_before": [round(v, 2) for v in load_before],
         "load_average_after": [round(v, 2) for v in os.getloadavg()],
         "embedder": embedder,
+        "src": src,
         "figures": figures,
     }
 
@@ -127,8 +128,11 @@ def main() -> None:
         "--embedder", default="minilm", help="the workspace's embedder (minilm, hash, none)"
     )
     parser.add_argument("--json", type=Path, default=None, help="also write the report here")
+    parser.add_argument(
+        "--src", default=SRC, help="the source tree to time (another checkout's src, to compare)"
+    )
     args = parser.parse_args()
-    emit(run(args.runs, args.embedder), args.json)
+    emit(run(args.runs, args.embedder, args.src), args.json)
 
 
 if __name__ == "__main__":
