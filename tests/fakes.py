@@ -283,6 +283,13 @@ class InMemoryVolume:
         found = self._get("read", rel)
         return None if found is None else found[0]
 
+    def tail(self, rel: str, size: int) -> tuple[bytes, bool] | None:
+        found = self._get("tail", rel)
+        if found is None:
+            return None
+        data = found[0]
+        return data[max(len(data) - max(size, 0), 0) :], len(data) <= max(size, 0)
+
     def stat(self, rel: str) -> Stat | None:
         found = self._get("stat", rel)
         return None if found is None else found[1]

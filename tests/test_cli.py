@@ -161,8 +161,10 @@ def test_demo_runs_and_keeps_its_workspace(tmp_path: Path) -> None:
     memory_md = (keep / "MEMORY.md").read_text()
     assert "Likes tables for comparisons" in memory_md
     assert "~~Remember that the staging database is pg-staging-2.~~" in memory_md
-    assert "my staging password is [REDACTED:password]" in memory_md
     state = (keep / "sessions" / "demo" / "SESSION-STATE.md").read_text()
+    # a fact that is only a redaction stays in the session, never in MEMORY.md (issue 17)
+    assert "my staging password is [REDACTED:password]" in state
+    assert "[REDACTED:" not in memory_md
     assert "**decision**: Let's go with PostgreSQL" in state and "tabs" not in state
     assert "run_sql" in (keep / "memory" / "LESSONS.jsonl").read_text()
     files = b"".join(path.read_bytes() for path in keep.rglob("*") if path.is_file())

@@ -38,12 +38,13 @@ def test_the_rules_of_seed_001(tools: GroupTools) -> None:
     assert tools.dispatch("memory_write", {"text": "x", "group": "global"}, group="a").startswith(
         "Error: group 'a' may not write group 'global'"
     )
-    shared = json.loads(tools.dispatch("memory_search", {"query": "office opens"}, group="a"))
+    found = json.loads(tools.dispatch("memory_search", {"query": "office opens"}, group="a"))
+    shared = found["hits"]
     assert shared and shared[0]["group"] == "global"  # a non-main group reads global
     main_reads_b = json.loads(
         tools.dispatch("memory_search", {"query": "vault code", "group": "b"}, group="main")
     )
-    assert SECRET in main_reads_b[0]["snippet"]  # main may name any group
+    assert SECRET in main_reads_b["hits"][0]["snippet"]  # main may name any group
     assert tools.dispatch("memory_status", {}, group="../b").startswith("Error:")
 
 

@@ -50,7 +50,7 @@ async def _session_run(ws: Path) -> dict[str, object]:
         )
         out["write"] = json.loads(_text(wrote))
         found = await session.call_tool("memory_search", {"query": "staging port", "k": 3})
-        out["search"] = json.loads(_text(found))
+        out["search"] = json.loads(_text(found))["hits"]
         got = await session.call_tool("memory_get", {"path": "MEMORY.md"})
         out["get"] = json.loads(_text(got))
         refused = []
@@ -320,4 +320,4 @@ def test_a_group_server_reads_its_own_and_global_memory_only(tmp_path: Path) -> 
     other, own, shared = anyio.run(_group_run, root)
     assert other.startswith("Error: group 'a' may not read group 'b'")
     assert "4242" not in own
-    assert json.loads(shared)[0]["group"] == "global"
+    assert json.loads(shared)["hits"][0]["group"] == "global"

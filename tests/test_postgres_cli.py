@@ -8,6 +8,7 @@ import json
 from click.testing import CliRunner
 
 import postgres_server
+from memstrata import Memory
 from memstrata.cli import cli
 
 
@@ -31,8 +32,21 @@ def test_remember_search_and_list_on_a_database() -> None:
     assert other.exit_code == 1 and "no memstrata workspace" in other.output
 
 
-def test_a_command_that_needs_a_folder_says_so() -> None:
-    url = postgres_server.app_url()
-    done = CliRunner().invoke(cli, ["doctor", "-w", url])
-    assert done.exit_code != 0 and "database URL" in done.output
-    assert "password" not in done.output
+def test_scan_reads_the_tenants_own_rule_packs() -> None:
+    """`scan` on a database: the packs are the tenant's rules/ files (it said
+    "needs a folder" before)."""
+    url, tenant = postgres_server.app_url(), postgres_server.tenant()
+    runner = CliRunner()
+    base = ["-w", url, "-g", tenant]
+    assert runner.invoke(cli, ["init", *base]).exit_code == 0
+    pack = (
+        'language = "en"\n[[rule]]\nname = "zorb"\ncategory = "decision"\n'
+        "pattern = '\\bship it on\\b'\ntriggers = [\"ship it\"]\n"
+    )
+    with Memory.open(url, tenant) as memory:
+        memory.workspace.volume.write("rules/zorb.toml", pack.encode())
+    done = runner.invoke(cli, ["scan", *base, "We ship it on Fridays.", "--json"])
+    assert done.exit_code == 0, done.output
+    assert "decision" in [e["category"] for e in json.loads(done.output)]
+    plain = runner.invoke(cli, ["scan", "We ship it on Fridays.", "--json"])  # no packs
+    assert "decision" not in [e["category"] for e in json.loads(plain.output)]

@@ -26,18 +26,20 @@ def test_groups_on_a_database_follow_the_same_rules() -> None:
         ).startswith("Error")
         tools.dispatch("memory_write", {"text": f"Other {tag} ships on Mondays"}, group=other)
         # A non-main group reads its own memory and global, never another group's.
-        found = json.loads(tools.dispatch("memory_search", {"query": f"zebra{tag}"}, group=team))
+        found = json.loads(tools.dispatch("memory_search", {"query": f"zebra{tag}"}, group=team))[
+            "hits"
+        ]
         assert {hit["group"] for hit in found} == {"global"}
         denied = tools.dispatch("memory_search", {"query": "ships", "group": other}, group=team)
         assert denied.startswith("Error") and "may not read" in denied
-        mine = json.loads(tools.dispatch("memory_search", {"query": "ships"}, group=team))
+        mine = json.loads(tools.dispatch("memory_search", {"query": "ships"}, group=team))["hits"]
         assert [hit["snippet"] for hit in mine if hit["group"] == team] == [
             f"Team {tag} ships on Fridays"
         ]
         # Only global is shared: the main group may name another group.
         theirs = json.loads(
             tools.dispatch("memory_search", {"query": "ships", "group": other}, group=main)
-        )
+        )["hits"]
         assert [hit["snippet"] for hit in theirs] == [f"Other {tag} ships on Mondays"]
         refused = tools.dispatch("memory_write", {"text": "x is y"}, group=team)
         assert not refused.startswith("Error")

@@ -344,3 +344,25 @@ def test_bm25_ranked_while_the_query_is_embedded_gives_the_same_hits(
         assert ranked_on == []
     else:  # serial: here; overlapped: on a worker
         assert on_workers == [False, True] * 6
+
+
+@pytest.mark.parametrize(("above", "built"), [(0, False), (10**9, True)])
+def test_a_warm_reindex_builds_the_ram_matrix_only_where_searches_use_it(
+    url: str, monkeypatch: pytest.MonkeyPatch, above: int, built: bool
+) -> None:
+    """A server warms its index before the first search; where the vector
+    list comes from HNSW the RAM matrix (1.5 GB at a million) is not built."""
+    import functools
+
+    from memstrata import Memory
+    from memstrata.postgres import workspace as pg_workspace
+
+    made = functools.partial(PostgresIndex, ann_above=above, ann_share=0.0)
+    monkeypatch.setattr(pg_workspace, "PostgresIndex", made)
+    with Memory.open(url, postgres_server.tenant("warm"), embedder="minilm") as memory:
+        for n in range(5):
+            memory.remember(f"Fact number {n} about the garden")
+        memory.reindex(warm=True)
+        state = memory._search._searcher()  # noqa: SLF001 - what the warm built
+        assert (state.vectors._matrix is not None) is built  # noqa: SLF001
+        assert [h.text for h in memory.search("garden fact number 3", k=1)]

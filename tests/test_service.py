@@ -215,13 +215,9 @@ def test_two_tenants_through_the_official_client_never_see_each_other(
             ("memory_search", {"query": "vault code"}),
         ],
     )
-    assert names == [
-        "memory_forget",
-        "memory_get",
-        "memory_search",
-        "memory_status",
-        "memory_write",
-    ]
+    from memstrata.tools import TOOL_NAMES
+
+    assert names == sorted(TOOL_NAMES)
     assert wrote[0] is False and "4242" in found[1]
     fact_id = json.loads(wrote[1])["id"]
     _, *bob_sees = anyio.run(

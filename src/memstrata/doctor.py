@@ -22,14 +22,14 @@ from .model import now
 from .storage.files import TEMP_MARK
 from .storage.journal import scan
 from .storage.lock import lock_holder
-from .storage.quarantine import list_quarantine
-from .storage.workspace import Workspace
+from .storage.quarantine import QUARANTINE, list_quarantine
+from .storage.workspace import LESSONS, MEMORY_MD, SNAPSHOT, Workspace
 from .stores import handedit, markdown
 from .stores.handedit import RenderHistory
 from .stores.lessons import LessonStore
 from .stores.longterm import LongTermStore, Snapshot
 
-__all__ = ["Finding", "Level", "diagnose"]
+__all__ = ["Finding", "Level", "diagnose", "diagnose_files"]
 
 
 class Level(StrEnum):
@@ -63,7 +63,7 @@ def diagnose(workspace: Workspace) -> list[Finding]:
         ]
     if not os.access(workspace.path, os.R_OK | os.W_OK | os.X_OK):
         return [Finding(Level.ERROR, "workspace", f"{workspace.path} is not readable and writable")]
-    findings = [
+    return [
         _layout(workspace),
         _settings(workspace),
         _lock(workspace),
@@ -76,7 +76,18 @@ def diagnose(workspace: Workspace) -> list[Finding]:
         *_quarantine(workspace),
         *_leftovers(workspace),
     ]
-    return findings
+
+
+def diagnose_files(workspace: Workspace) -> list[Finding]:
+    """The findings about what ``workspace``'s volume holds, on any volume
+    (a folder's or a database tenant's): the facts' snapshot and MEMORY.md,
+    lessons, transcripts and the quarantine. Reads only."""
+    return [
+        *_snapshot_and_markdown(workspace),
+        *_lessons(workspace),
+        *_transcripts(workspace),
+        *_quarantine(workspace),
+    ]
 
 
 def _layout(ws: Workspace) -> Finding:
@@ -148,9 +159,10 @@ def _journal(ws: Workspace) -> list[Finding]:
 def _snapshot_and_markdown(ws: Workspace) -> list[Finding]:
     findings = []
     snapshot = None
-    if ws.snapshot.exists():
+    raw = ws.volume.read(SNAPSHOT)
+    if raw is not None:
         try:
-            snapshot = Snapshot.load(ws.snapshot)
+            snapshot = Snapshot.decode(raw)
         except MemstrataError as exc:
             findings.append(
                 Finding(
@@ -170,7 +182,8 @@ def _snapshot_and_markdown(ws: Workspace) -> list[Finding]:
                     f"{snapshot.lsn}",
                 )
             )
-    if not ws.memory_md.exists():
+    data = ws.volume.read(MEMORY_MD)
+    if data is None:
         if snapshot is not None and snapshot.items:
             findings.append(
                 Finding(
@@ -180,7 +193,6 @@ def _snapshot_and_markdown(ws: Workspace) -> list[Finding]:
                 )
             )
         return findings
-    data = ws.memory_md.read_bytes()
     parsed = markdown.parse(data)
     for bad in parsed.bad:
         findings.append(
@@ -191,7 +203,7 @@ def _snapshot_and_markdown(ws: Workspace) -> list[Finding]:
             )
         )
     if snapshot is not None and snapshot.markdown is not None:
-        if snapshot.markdown.matches(ws.volume, "MEMORY.md"):
+        if snapshot.markdown.matches(ws.volume, MEMORY_MD):
             findings.append(
                 Finding(Level.OK, "MEMORY.md", f"{len(parsed.lines)} fact line(s), as rendered")
             )
@@ -226,19 +238,20 @@ def _hand_edit(
 
 
 def _lessons(ws: Workspace) -> list[Finding]:
-    if not ws.lessons.exists():
-        return []
     try:
-        lessons, bad = LessonStore.parse(ws.lessons.read_bytes())
-    except OSError as exc:
-        return [Finding(Level.ERROR, "lessons", f"cannot read {ws.lessons}: {exc}")]
+        raw = ws.volume.read(LESSONS)
+    except (OSError, MemstrataError) as exc:
+        return [Finding(Level.ERROR, "lessons", f"cannot read {LESSONS}: {exc}")]
+    if raw is None:
+        return []
+    lessons, bad = LessonStore.parse(raw)
     if bad:
         lines = ", ".join(str(number) for number, _, _ in bad[:5])
         return [
             Finding(
                 Level.WARN,
                 "lessons",
-                f"memory/LESSONS.jsonl has {len(bad)} unreadable line(s) ({lines}); "
+                f"{LESSONS} has {len(bad)} unreadable line(s) ({lines}); "
                 "the next open sets them aside in the quarantine",
             )
         ]
@@ -368,7 +381,7 @@ def _quarantine(ws: Workspace) -> list[Finding]:
             Level.WARN,
             "quarantine",
             f"quarantined: {len(entries)} piece(s) of unreadable data were set aside, "
-            f"byte for byte, in {ws.quarantine}",
+            f"byte for byte, in {ws.file(QUARANTINE.rstrip('/'))}",
         )
     ]
     for entry in entries:

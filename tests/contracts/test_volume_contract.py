@@ -3,6 +3,7 @@ workspace's files live passes these. A new backend adds itself to ``BACKENDS``."
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -15,7 +16,8 @@ import postgres_server
 from fakes import InMemoryVolume
 from memstrata.errors import InvalidInput
 from memstrata.postgres.volume import PostgresVolume
-from memstrata.storage.volume import DiskVolume, Volume
+from memstrata.storage.files import last_json_object
+from memstrata.storage.volume import TAIL_BYTES, DiskVolume, Volume, last_record
 
 BACKENDS: dict[str, Callable[[Path], Volume]] = {
     "disk": lambda tmp: DiskVolume(tmp / "ws"),
@@ -149,6 +151,82 @@ def test_matches_a_dict_of_bytes(volume: Volume, steps: list[tuple[str, str, byt
             assert volume.delete(rel) is (rel in model)
             model.pop(rel, None)
     assert {rel: volume.read(rel) for rel, _ in volume.list()} == model
+    for rel, data in model.items():  # and its end, from any size
+        for size in (0, 1, 7, len(data) - 1, len(data), len(data) + 5):
+            found = volume.tail(rel, size)
+            assert found is not None
+            end, whole = found
+            assert data.endswith(end) and len(end) >= min(max(size, 0), len(data))
+            assert whole is (end == data)
+    assert volume.tail("never/written.md", 10) is None
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    lines=st.lists(
+        st.one_of(
+            st.dictionaries(st.sampled_from("abc"), st.integers(), max_size=2).map(
+                lambda d: json.dumps(d).encode()
+            ),
+            st.sampled_from([b"not json", b"[1, 2]", b"", b"\xff\xfe"]),
+            st.sampled_from([b"y" * (TAIL_BYTES // 2), b"z" * (TAIL_BYTES + 10)]),  # long lines
+        ),
+        max_size=8,
+    ),
+    torn=st.binary(max_size=20).map(lambda b: b.replace(b"\n", b"")),
+    appended=st.integers(min_value=0, max_value=8),
+)
+def test_last_record_is_the_last_object_line_of_a_whole_read(
+    volume: Volume, lines: list[bytes], torn: bytes, appended: int
+) -> None:
+    """``last_record`` reads only the end (larger ends while no object is in
+    it) and finds what reading the whole file finds; a torn tail is cut."""
+    rel = "memory/LTM_AUDIT.jsonl"
+    volume.delete(rel)
+    head, tail = lines[: len(lines) - appended], lines[len(lines) - appended :]
+    volume.write(rel, b"".join(line + b"\n" for line in head) + torn)
+    for line in tail:  # parts, on a database
+        volume.append(rel, line + b"\n")
+    whole = volume.read(rel) or b""
+    cut: list[bytes] = []
+    expected = last_json_object(whole if whole.endswith(b"\n") or not whole else
+                                whole[: whole.rfind(b"\n") + 1])  # fmt: skip
+    assert last_record(volume, rel, cut.append) == expected
+    if whole and not whole.endswith(b"\n"):
+        assert cut == [whole[whole.rfind(b"\n") + 1 :]]
+        assert volume.read(rel) == whole[: whole.rfind(b"\n") + 1]
+    else:
+        assert cut == [] and volume.read(rel) == whole
+
+
+def test_last_record_of_a_long_log_reads_only_its_end(
+    volume: Volume, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tenant's audit log grows with every fact: the next checkpoint's seq
+    comes from its end, not from reading all of it (as on a folder)."""
+    rel = "memory/LTM_AUDIT.jsonl"
+    volume.write(
+        rel, b"".join(b'{"seq": %d, "pad": "%s"}\n' % (n, b"x" * 200) for n in range(5000))
+    )
+    for n in range(5000, 5010):
+        volume.append(rel, b'{"seq": %d}\n' % n)
+    ends: list[int] = []
+    tail = volume.tail
+
+    def counted(rel: str, size: int) -> tuple[bytes, bool] | None:
+        found = tail(rel, size)
+        ends.append(len(found[0]) if found else 0)
+        return found
+
+    monkeypatch.setattr(volume, "read", lambda rel: pytest.fail(f"read the whole {rel}"))
+    monkeypatch.setattr(volume, "tail", counted)
+    assert last_record(volume, rel, lambda data: pytest.fail("not torn")) == {"seq": 5009}
+    if volume.local is None:  # a folder reads its end by itself (files.last_jsonl_record)
+        assert ends and sum(ends) <= 2 * TAIL_BYTES
 
 
 # -- DiskVolume only ------------------------------------------------------------------

@@ -9,7 +9,16 @@ else ``correction``. But a sentence that joins independent statements ("My
 name is Sarvar and I prefer dark mode") is cut into its clauses when each
 clause, scanned alone, holds a durable category: each clause is then a fact
 of its own, so that a later correction of the name leaves the preference live.
-Corrections are never cut.
+Corrections are never cut. A clause that holds no durable category is kept
+with the durable clause before it (or after it, when it comes first): "I'm
+Alice and I work on the payments team" stays one fact. A greeting or filler
+clause ("Hi", "Hello there", "Привет", "Salom", "你好") holds no fact and is
+left out of it: "Hi, I'm Alice and I work on the payments team." keeps
+"I'm Alice and I work on the payments team.".
+
+A fact whose content is only a redaction (``redaction_only``: "my staging
+password is [REDACTED:password]" -- the value it states is the secret) carries
+nothing: it is no long-term fact (the capture stays in the session state).
 
 ``corrected_item(fact, items)`` finds, deterministically and without a
 model, the live item a correction replaces:
@@ -28,11 +37,12 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from ..model import Item
 from .scan import Entry
 
-__all__ = ["DURABLE", "Fact", "corrected_item", "durable_facts"]
+__all__ = ["DURABLE", "Fact", "corrected_item", "durable_facts", "redaction_only"]
 
 DURABLE = ("proper_noun", "preference", "remember")
 _CATEGORY_ORDER = (*DURABLE, "decision", "specific_value")
@@ -138,6 +148,82 @@ _CLAUSE_BREAK = re.compile(
 )
 
 
+# A redaction that is the value a statement gives: after a copula or a colon.
+_REDACTED_VALUE = re.compile(
+    r"(?:\b(?:is|are|was|were|equals|это|bu)\b|[=:：—–]|是|为)\s*[\"'“«]?\[REDACTED:[^\]]*\]",
+    re.IGNORECASE,
+)
+_REDACTION = re.compile(r"\[REDACTED:[^\]]*\]")
+# Greetings and fillers: a clause made of these (a name may follow a greeting) holds no fact.
+_GREETINGS = frozenset(
+    [
+        "hi",
+        "hello",
+        "hey",
+        "hiya",
+        "greetings",
+        "morning",
+        "afternoon",
+        "evening",
+        "thanks",
+        "thank",
+        "ok",
+        "okay",
+        "well",
+        "so",
+        "yes",
+        "yeah",
+        "sure",
+        "oh",
+        "btw",
+        "привет",
+        "здравствуйте",
+        "здравствуй",
+        "добрый",
+        "утро",
+        "день",
+        "вечер",
+        "спасибо",
+        "салют",
+        "итак",
+        "ну",
+        "salom",
+        "assalomu",
+        "alaykum",
+        "rahmat",
+        "hayrli",
+        "tong",
+        "kun",
+        "kech",
+        "xo'sh",
+    ]
+)
+_LEADING = re.compile(r"([^,，]{1,40}?)\s*[,，]\s*(?=\S)")
+_CJK_GREETINGS = ("你好", "您好", "嗨", "谢谢", "早上好", "晚上好", "大家好")
+
+
+def redaction_only(text: str) -> bool:
+    """Whether ``text`` states nothing but a redacted value (see the module):
+    a redaction after a copula or colon, or no letter or digit left without
+    its redactions."""
+    if "[REDACTED:" not in text:
+        return False
+    if _REDACTED_VALUE.search(text):
+        return True
+    return not any(char.isalnum() for char in _REDACTION.sub("", text))
+
+
+def _filler(piece: str) -> bool:
+    """A greeting or filler clause: "Hi", "Hello there", "Good morning, team"."""
+    folded = piece.casefold().strip(" .,!?;:…-—'\"")
+    if folded.startswith(_CJK_GREETINGS) and len(folded) <= 6:
+        return True
+    words = _WORD.findall(folded)
+    if not words or words[0] not in _GREETINGS and words[0] != "good":
+        return False
+    return len(words) <= 3
+
+
 @dataclass(frozen=True, slots=True)
 class Fact:
     """A sentence, or a clause of one, to keep as a long-term item."""
@@ -170,7 +256,7 @@ def durable_facts(entries: Sequence[Entry], rescan: Rescan | None = None) -> lis
             facts += [Fact(t, _category(c), False, span, c) for t, c in clauses]
         else:
             facts.append(Fact(text, _category(categories), correction, span, categories))
-    return facts
+    return [fact for fact in facts if not redaction_only(fact.text)]
 
 
 def _category(categories: Iterable[str]) -> str:
@@ -180,22 +266,46 @@ def _category(categories: Iterable[str]) -> str:
 def _clauses(
     sentence: str, categories: frozenset[str], rescan: Rescan
 ) -> list[tuple[str, frozenset[str]]] | None:
-    """The clauses of ``sentence`` with the categories each holds alone, when
-    there are several, each holds a durable one, and together they hold exactly
-    the categories of the sentence; else None."""
-    pieces = [piece.strip() for piece in _CLAUSE_BREAK.split(sentence)]
-    pieces = [piece for piece in pieces if piece]
-    if len(pieces) < 2:
+    """The clauses of ``sentence`` to keep as facts, with the categories each
+    holds alone (see the module), when that is not the sentence itself and
+    together they hold exactly the categories of the sentence; else None."""
+    groups: list[list[Any]] = []  # [start, end, categories] of each fact's clauses
+    pending: int | None = None  # the start of clauses that come before any durable one
+    dropped = False
+    for start, end in _pieces(sentence):
+        found = frozenset(entry.category for entry in rescan(sentence[start:end]))
+        if found & set(DURABLE):
+            groups.append([start if pending is None else pending, end, found])
+            pending = None
+        elif not found and _filler(sentence[start:end]):
+            dropped = True
+        elif groups:
+            groups[-1][1], groups[-1][2] = end, groups[-1][2] | found
+        elif pending is None:
+            pending = start
+    if not groups or pending is not None or (len(groups) < 2 and not dropped):
         return None
-    out = []
-    for piece in pieces:
-        found = frozenset(entry.category for entry in rescan(piece))
-        if not found & set(DURABLE):
-            return None
-        out.append((piece, found))
-    if frozenset().union(*(found for _, found in out)) != categories:
+    if frozenset().union(*(group[2] for group in groups)) != categories:
         return None
-    return out
+    return [(sentence[start:end], found) for start, end, found in groups]
+
+
+def _pieces(sentence: str) -> list[tuple[int, int]]:
+    """The spans of the clauses of ``sentence`` (``_CLAUSE_BREAK``), stripped."""
+    spans, start = [], 0
+    for match in [*_CLAUSE_BREAK.finditer(sentence), None]:
+        stop = len(sentence) if match is None else match.start()
+        piece = sentence[start:stop]
+        if piece.strip():
+            lead = len(piece) - len(piece.lstrip())
+            spans.append((start + lead, start + len(piece.rstrip())))
+        if match is not None:
+            start = match.end()
+    if spans:  # a greeting before a comma ("Привет, меня зовут ..."): a clause of its own
+        first = _LEADING.match(sentence, spans[0][0], spans[0][1])
+        if first is not None and _filler(first.group(1)):
+            spans[0:1] = [(first.start(1), first.end(1)), (first.end(), spans[0][1])]
+    return spans
 
 
 def _negated_values(text: str) -> list[str]:

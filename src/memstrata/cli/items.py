@@ -319,6 +319,9 @@ def compact(workspace: str | None, group: str | None, max_items: int | None, as_
 
 def _rules(workspace: str | None, group: str | None) -> RuleSet | None:
     """The workspace's capture rule packs on top of the built-in ones, if it has any."""
+    if database_url(workspace) is not None:  # the packs are the tenant's rules/ rows
+        with open_memory(workspace, group) as memory:
+            return memory.engine.rules
     folder = locate(workspace, group).rules
     return load_rules(folder) if folder.is_dir() else None
 
@@ -396,11 +399,18 @@ def doctor(workspace: str | None, group: str | None, as_json: bool) -> None:
     from ..doctor import Level, diagnose
 
     styles = {Level.OK: "green", Level.INFO: "cyan", Level.WARN: "yellow", Level.ERROR: "red"}
-    ws = locate(workspace, group)
-    findings = diagnose(ws)
+    url = database_url(workspace)
+    if url is not None:  # the server, this role, the schema and the tenant
+        from ..postgres.connect import location_of
+        from ..postgres.doctor import diagnose_database
+
+        findings, where = diagnose_database(url, group), location_of(url)
+    else:
+        ws = locate(workspace, group)
+        findings, where = diagnose(ws), str(ws.path)
     failed = any(finding.level is Level.ERROR for finding in findings)
     if as_json:
-        print_json({"workspace": str(ws.path), "findings": [f.to_dict() for f in findings]})
+        print_json({"workspace": where, "findings": [f.to_dict() for f in findings]})
     else:
         for finding in findings:
             style = styles[finding.level]

@@ -13,6 +13,12 @@
   a scripted one); else the SDK makes one (its own variables give the key and
   the base URL: ``OPENAI_API_KEY``, ``OPENAI_BASE_URL``, ``ANTHROPIC_API_KEY``).
 
+``summary_facts(summary)`` reads a summary's bullets back as facts for
+MEMORY.md: each bullet's text without its turn reference, with a real
+category (``decision`` under a "Decisions" heading, else ``fact``); open
+questions (a heading that names questions, or a bullet ending in a question
+mark), ``none`` and a bullet whose content is only a redaction are no facts.
+
 ``make_summarizer(choice, model)`` picks one from the settings ``summarizer``
 (``extractive``, the default, ``openai`` or ``anthropic``) and
 ``summary_model``; the entry points take them from ``MEMSTRATA_SUMMARIZER``
@@ -21,9 +27,12 @@ and ``MEMSTRATA_SUMMARY_MODEL``. Nothing here reads the environment.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from ..capture.promote import durable_facts, redaction_only
 from ..capture.scan import scan
 from ..errors import BackendUnavailable, InvalidInput
 from ..stores.transcripts import Turn, conversation_lines
@@ -32,7 +41,9 @@ __all__ = [
     "ChatSummarizer",
     "ExtractiveSummarizer",
     "Summarizer",
+    "SummaryFact",
     "make_summarizer",
+    "summary_facts",
 ]
 
 PROMPT = (
@@ -42,6 +53,7 @@ PROMPT = (
     "numbers and dates exactly. Leave out small talk."
 )
 _FACTS = ("proper_noun", "preference", "specific_value", "correction", "remember")
+_TURN_REF = re.compile(r"\s*\((?:turns?|turn numbers?)\s[^()]*\)\s*$", re.I)
 
 
 @runtime_checkable
@@ -69,11 +81,11 @@ class ExtractiveSummarizer:
         questions: list[str] = []
         for index, turn in enumerate(turns):
             said = turn.text_of("user")
-            for entry in scan(said):
-                bullet = f"- {_one_line(entry.text)} (turn {turn.seq})"
-                if entry.category == "decision" and bullet not in decisions:
+            for category, text in _statements(said):
+                bullet = f"- {_one_line(text)} (turn {turn.seq})"
+                if category == "decision" and bullet not in decisions:
                     decisions.append(bullet)
-                elif entry.category in _FACTS and bullet not in facts and bullet not in decisions:
+                elif category in _FACTS and bullet not in facts and bullet not in decisions:
                     facts.append(bullet)
             asked = said.strip()
             answered = turn.text_of("assistant").strip()
@@ -88,6 +100,50 @@ class ExtractiveSummarizer:
             parts.append(f"## {title}\n" + ("\n".join(bullets) if bullets else "- none"))
         span = f"turns {turns[0].seq}-{turns[-1].seq}" if turns else "no turns"
         return f"Summary of {span}.\n\n" + "\n\n".join(parts) + "\n"
+
+
+def _statements(said: str) -> list[tuple[str, str]]:
+    """(category, text) of what a user message states, in order: its facts as
+    ``observe`` keeps them (a sentence of independent statements cut into its
+    clauses, so a bullet says what the MEMORY.md item says), then each
+    sentence's decision or value that no fact stands for."""
+    entries = scan(said)
+    facts = durable_facts(entries, scan)
+    covered = {(fact.span, category) for fact in facts for category in fact.categories}
+    out = [(fact.category, fact.text) for fact in facts]
+    for entry in entries:
+        if (entry.span, entry.category) not in covered and not redaction_only(entry.text):
+            out.append((entry.category, entry.text))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryFact:
+    """A bullet of a summary to keep as a MEMORY.md item."""
+
+    line: str  # the bullet's whole line in the summary
+    text: str  # without its "- " and turn reference
+    category: str
+
+
+def summary_facts(summary: str) -> list[SummaryFact]:
+    """The bullets of ``summary`` that state facts (see the module)."""
+    found = []
+    category: str | None = "fact"
+    for line in summary.splitlines():
+        if line.startswith("#"):
+            heading = line.lstrip("#").strip().casefold()
+            if "question" in heading:
+                category = None
+            else:
+                category = "decision" if "decision" in heading else "fact"
+            continue
+        if category is None or not line.startswith("- "):
+            continue
+        text = _TURN_REF.sub("", line[2:]).strip()
+        if text and text != "none" and not text.endswith(("?", "？")) and not redaction_only(text):
+            found.append(SummaryFact(line, text, category))
+    return found
 
 
 def transcript_text(turns: Sequence[Turn], limit_chars: int = 60_000) -> str:

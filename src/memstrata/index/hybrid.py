@@ -536,36 +536,53 @@ def _says(marks: MutableMapping[int, int], cid: int, text: str, kind: int) -> bo
 def _in_context(
     index: Index, fused: dict[int, float], filters: Filters, weights: Weights
 ) -> dict[int, float]:
-    """Scores with the conversation context added (transcript chunks only)."""
+    """Scores with the conversation context added (transcript chunks only).
+    (On the hot path of every search: few passes, each chunk checked once.)"""
     chunks = index.chunks
+    turns: dict[int, Chunk] = {}
     best_of_session: dict[tuple[str, str], float] = {}
     for cid, score in fused.items():
         chunk = chunks[cid]
-        if chunk.layer == "transcripts" and chunk.session:
-            key = (chunk.path, chunk.session)
-            best_of_session[key] = max(best_of_session.get(key, 0.0), score)
+        if chunk.layer == "transcripts":
+            turns[cid] = chunk
+            if chunk.session:
+                key = (chunk.path, chunk.session)
+                if score > best_of_session.get(key, 0.0):
+                    best_of_session[key] = score
+    if not turns:
+        return fused
     out = dict(fused)
     if weights.neighbours:
-        for cid, score in fused.items():
-            if chunks[cid].layer != "transcripts":
-                continue
+        accepted: dict[int, bool] = {}
+        share = weights.neighbours
+        for cid in turns:
+            score = fused[cid] * share
             for other in index.neighbours(cid):
-                if filters.accept(chunks[other]):
-                    out[other] = out.get(other, 0.0) + weights.neighbours * score
-    if weights.session:
-        for cid in out:
-            chunk = chunks[cid]
-            if chunk.layer == "transcripts" and chunk.session:
-                out[cid] += weights.session * best_of_session.get((chunk.path, chunk.session), 0.0)
+                ok = accepted.get(other)
+                if ok is None:
+                    ok = accepted[other] = filters.accept(chunks[other])
+                if ok:
+                    out[other] = out.get(other, 0.0) + score
     # Context reorders turns among themselves; it must not lift them over other
     # layers' chunks: the best turn keeps the score it had without context.
-    before = max((s for cid, s in fused.items() if chunks[cid].layer == "transcripts"), default=0)
-    after = max((s for cid, s in out.items() if chunks[cid].layer == "transcripts"), default=0)
+    before = max(fused[cid] for cid in turns)
+    after = 0.0
+    context: dict[int, float] = {}
+    for cid, score in out.items():
+        chunk = turns.get(cid) or chunks[cid]
+        if chunk.layer != "transcripts":
+            continue
+        if weights.session and chunk.session:
+            score += weights.session * best_of_session.get((chunk.path, chunk.session), 0.0)
+        context[cid] = score
+        if score > after:
+            after = score
     if before > 0 and after > 0:
         scale = before / after
-        for cid in out:
-            if chunks[cid].layer == "transcripts":
-                out[cid] *= scale
+        for cid, score in context.items():
+            out[cid] = score * scale
+    else:
+        out.update(context)
     return out
 
 

@@ -7,14 +7,15 @@ the MCP tools both servers share; ``service`` is ``memstrata serve
 tenant, whose memories ``tenants`` keeps open. Only ``toolset`` and
 ``service`` import the SDK at import time (``require_sdk`` first).
 
-* Tools: ``memory_search``, ``memory_get``, ``memory_write``,
-  ``memory_forget``, ``memory_status`` — the implementations of
-  ``memstrata.tools`` (one code path for every interface), results as text.
-  A refusal (access denied, a path the guard refuses, a bad argument,
-  something not found) is an MCP error result: ``isError`` set, its
-  ``Error: …`` text as the content.
-* Resources: the core files, ``memstrata://core/AGENT.md``, ``USER.md``,
-  ``SOUL.md``.
+* Tools and prompts: ``toolset``'s, every tool of ``memstrata.tools`` (one
+  definition and one code path for every interface), each result
+  structured. A refusal (access denied, a path the guard refuses, a bad or
+  unknown argument, something not found) is an MCP error result:
+  ``isError`` set, its ``Error: …`` text as the content.
+* Resources: the core files (``memstrata://core/AGENT.md``, ``USER.md``,
+  ``SOUL.md``), ``memstrata://MEMORY.md`` and ``memstrata://daily/today``
+  (today's daily note; empty before the first exchange of the day), each
+  read when asked.
 * One long-lived process serves many calls on one open ``Memory``: writes
   are serialised by its lock, reads do not wait for them.
 * Transports: stdio (the default), or streamable HTTP (``--http``). Bound
@@ -47,11 +48,13 @@ import sqlite3
 import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping
+from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import BackendUnavailable, InvalidInput, MemstrataError
 from ..memory import Memory
+from ..storage.files import storage_errors
 from ..tools import Answer, GroupTools, answer
 
 if TYPE_CHECKING:
@@ -91,13 +94,13 @@ def build_server(memory: Memory, run: Run | None = None) -> Any:
             return answer(memory, name, arguments)
 
     require_sdk()
-    from .toolset import add_tools, new_server
+    from .toolset import new_server
 
-    server = new_server()
     chosen = run
-    add_tools(server, lambda name, arguments, ctx: chosen(name, arguments))
+    server = new_server(lambda name, arguments, ctx: chosen(name, arguments))
     for file in CORE_FILES:
         _core_resource(server, memory, file)
+    _file_resources(server, memory)
     return server
 
 
@@ -105,6 +108,35 @@ def _core_resource(server: MCPServer[Any], memory: Memory, file: str) -> None:
     @server.resource(f"memstrata://core/{file}", name=file, mime_type="text/markdown")
     def read_core() -> str:
         return memory.core.read(file)
+
+
+def _file_resources(server: MCPServer[Any], memory: Memory) -> None:
+    @server.resource(
+        "memstrata://MEMORY.md",
+        name="MEMORY.md",
+        description="The long-term facts, by category",
+        mime_type="text/markdown",
+    )
+    def read_memory() -> str:
+        if not memory.read_only:
+            memory.flush()  # what was just written is in it
+        return _text_of(memory, "MEMORY.md")
+
+    @server.resource(
+        "memstrata://daily/today",
+        name="today",
+        description="Today's daily note (memory/<day>.md): the day's exchanges",
+        mime_type="text/markdown",
+    )
+    def read_today() -> str:
+        return _text_of(memory, f"memory/{date.today().isoformat()}.md")
+
+
+def _text_of(memory: Memory, rel: str) -> str:
+    """A workspace file's text ("" when it does not exist)."""
+    with storage_errors(f"read {rel}"):
+        data = memory.workspace.volume.read(rel)
+    return "" if data is None else data.decode("utf-8", "replace")
 
 
 def _loopback(host: str) -> bool:

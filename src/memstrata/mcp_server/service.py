@@ -53,15 +53,15 @@ from typing import TYPE_CHECKING, Any
 import anyio.to_thread
 
 from .. import __version__
-from ..errors import BackendUnavailable, MemstrataError
+from ..errors import BackendUnavailable, InvalidInput, MemstrataError
 from ..memory import Memory
 from ..postgres import tokens
 from ..postgres.connect import Database
 from ..storage.access import Groups
-from ..tools import Answer, answer
+from ..tools import WRITES, Answer, answer
 from . import _transport_security, allowed_hosts
 from .tenants import DEFAULT_MAX_OPEN, Tenants, acting_group
-from .toolset import add_tools, new_server
+from .toolset import new_server
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import Context
@@ -72,7 +72,6 @@ __all__ = ["CALL", "HEALTH_PATH", "Call", "Service", "bearer_of", "open_by_url",
 CALL = "memstrata.call"  # the ASGI scope key of the request's Call
 HEALTH_PATH = "/health"
 DEFAULT_GRACE_SECONDS = 30
-WRITES = frozenset({"memory_write", "memory_forget"})
 
 log = logging.getLogger("memstrata")
 requests_log = logging.getLogger("memstrata.requests")
@@ -124,8 +123,7 @@ class Service:
         self.tenants = tenants
         self._main = main_group
         self._tenant_of = tenant_of or partial(tokens.tenant_of, database)
-        self.server = server = new_server()
-        add_tools(server, self.dispatch)
+        self.server = server = new_server(self.dispatch)
         self._mcp = server.streamable_http_app(
             stateless_http=True,
             json_response=True,
@@ -189,6 +187,8 @@ class Service:
         given = dict(arguments)
         target = given.pop("group", None)
         try:
+            if target is not None and not isinstance(target, str):
+                raise InvalidInput("group must be a string")
             acting = acting_group(call.tenant, target, write=name in WRITES, main=self._main)
             with self.tenants.lease(acting) as memory:
                 outcome = answer(memory, name, given)

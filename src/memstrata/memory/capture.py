@@ -33,8 +33,11 @@ from ..model import (
     aware,
     clean_session,
     clean_text,
+    decoded_text,
+    dedupe_key,
     now,
     parse_source,
+    plain_line,
     valid_text,
 )
 from ..storage.files import storage_errors
@@ -45,6 +48,7 @@ from ..stores.lessons import (
     describe_args,
     tool_failure_lesson,
 )
+from ..stores.protocol import retired_keys
 from ..stores.session_state import StateEntry, append_entries, parse_state
 from .engine import Engine, clean_user
 
@@ -77,9 +81,31 @@ class Observer:
         items (a correction supersedes the fact it corrects, and leaves a
         lesson). Durable on return. With a ``source`` other than ``user``
         nothing is written: the entries come back with ``stored=False``.
+        Empty (or whitespace-only) text is ``InvalidInput``, as for ``remember``.
         """
+        return self._observe(text, session, user, source, again=False)
+
+    def recapture(self, text: str, *, session: str | None = None) -> builtins.list[Capture]:
+        """``observe`` of a user message seen before (the live window's flush of
+        the messages a compaction is about to drop): a fact that any item says,
+        live, superseded or forgotten, is not written again -- a corrected or
+        forgotten fact never comes back to life -- and a session-state line
+        already there is not appended twice. A fact no item says is captured."""
+        return self._observe(text, session, None, Source.USER, again=True)
+
+    def _observe(
+        self,
+        text: str,
+        session: str | None,
+        user: str | None,
+        source: Source | str,
+        *,
+        again: bool,
+    ) -> builtins.list[Capture]:
         if not isinstance(text, str):
             raise InvalidInput(f"text must be a string, not {type(text).__name__}")
+        if not plain_line(text):
+            raise InvalidInput("text is empty")  # as ``remember`` says it
         origin = parse_source(source)
         session, user = clean_session(session), clean_user(user)
         self.engine.check_open()
@@ -96,13 +122,16 @@ class Observer:
             return [Capture(entry.category, _one_line(entry.text), at) for entry in entries]
         events: builtins.list[WriteEvent] = []
         with self.engine.transaction("record the message", catch_up=True):
-            state = _state_entries(entries, at)
             where = self.engine.workspace.session_state_rel(session)
-            limit = self.engine.settings.session_state_max_chars
-            append_entries(self.engine.workspace.volume, where, state, limit)
-            content = "".join(entry.render() for entry in state)
-            events.append(WriteEvent("capture", "put", content, origin, where, session))
-            facts = self._promote(entries, session, user, at, events)
+            state = _state_entries(entries, at)
+            if again:
+                state = self._unseen(where, state)
+            if state:
+                limit = self.engine.settings.session_state_max_chars
+                append_entries(self.engine.workspace.volume, where, state, limit)
+                content = "".join(entry.render() for entry in state)
+                events.append(WriteEvent("capture", "put", content, origin, where, session))
+            facts = self._promote(entries, session, user, at, events, again)
             self.engine.journal.sync()
             self.engine.after_write()
         self.engine.events.notify(*events)
@@ -113,6 +142,17 @@ class Observer:
             for e in entries
         ]
 
+    def _unseen(self, rel: str, state: builtins.list[StateEntry]) -> builtins.list[StateEntry]:
+        """The entries of ``state`` the session state file ``rel`` does not hold yet."""
+        with storage_errors("read the session state"):
+            data = self.engine.workspace.volume.read(rel)
+        known = (
+            set()
+            if data is None
+            else {(e.category, e.text) for e in parse_state(decoded_text(data))}
+        )
+        return [entry for entry in state if (entry.category, entry.text) not in known]
+
     def _promote(
         self,
         entries: builtins.list[Entry],
@@ -120,12 +160,18 @@ class Observer:
         user: str | None,
         at: datetime,
         events: builtins.list[WriteEvent],
+        again: bool = False,
     ) -> dict[tuple[tuple[int, int], str], tuple[str, str | None]]:
         """Durable facts of a message's entries -> (item id, superseded id) by
-        sentence and category."""
+        sentence and category (``again``: see ``recapture``)."""
         done: dict[tuple[tuple[int, int], str], tuple[str, str | None]] = {}
+        said_before = retired_keys(self.engine.store) if again else set()
         for fact in durable_facts(entries, lambda clause: scan(clause, rules=self.engine.rules)):
             line = _one_line(fact.text)[:_MAX_FACT_CHARS]
+            if again and (
+                dedupe_key(line, user) in said_before or self.engine.store.find_live(line, user)
+            ):
+                continue  # said before: live, or corrected or forgotten since
             item = self.engine.live_or_new(line, fact.category, Source.USER, session, at, user)
             target = None
             if fact.correction and not item.hits:

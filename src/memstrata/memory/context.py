@@ -4,7 +4,11 @@ memory sections of a system prompt within a token budget, on top of search
 
 ``compact_session`` summarizes a session's turns (the extractive summarizer
 unless one is given), appends the summary to ``summaries/<session>.md``, puts
-its bullets into MEMORY.md under ``## Session Compaction <time>`` and marks
+its decisions and facts into MEMORY.md (``decision`` and ``fact`` items, each
+bullet without its turn reference; open questions are no facts; a bullet a
+live item already says adds nothing; one a superseded or forgotten item said
+is struck through in the summary and not stored: a compaction never restates
+a corrected fact as live) and marks
 the session so that the next run starts fresh (seed 001's
 ``nextRunNoContinue``): ``build_context`` then shows no turn from before the
 summary. The raw transcript is left untouched. A session whose turns since
@@ -29,11 +33,17 @@ import builtins
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TypeVar, cast
 
 from ..context.build import Context, assemble, render_facts
 from ..context.ranking import FactRanker
-from ..context.summarize import ExtractiveSummarizer, Summarizer, make_summarizer
+from ..context.summarize import (
+    ExtractiveSummarizer,
+    Summarizer,
+    make_summarizer,
+    summary_facts,
+)
 from ..context.tokens import EstimateCounter, TokenCounter
 from ..errors import InvalidInput, MemstrataError, NotFound
 from ..model import (
@@ -43,6 +53,7 @@ from ..model import (
     category_title,
     clean_session,
     decoded_text,
+    dedupe_key,
     now,
     valid_text,
 )
@@ -53,6 +64,7 @@ from ..stores import core as core_layer
 from ..stores import transcripts as history
 from ..stores.compaction import update_meta
 from ..stores.longterm import OP_PUT
+from ..stores.protocol import retired_keys
 from ..stores.session_state import StateEntry, parse_state
 from .engine import Engine
 
@@ -94,10 +106,13 @@ class PromptBuilder:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
-        self._file_cache: dict[str, tuple[Stat, object]] | None = None
+        # (path, what it was read as) -> (its Stat, the value): one file may be
+        # read as text (recovery) and as session-state entries (build_context)
+        self._file_cache: dict[tuple[str, str], tuple[Stat, object]] | None = None
         self._gate: FactRanker | None = None
         self._summary_counts: dict[str, int] | None = None
         self._facts_cache: tuple[tuple[int, int, int], list[tuple[str, str]]] | None = None
+        self._retired_cache: tuple[tuple[int, int, int, int], set[str]] | None = None
         engine.events.on_turn(self._after_turn)
 
     def build_context(
@@ -127,8 +142,13 @@ class PromptBuilder:
                 core.append((f"core/{file}", text))
         working_text = self._cached_text(_WORKING)
         state_rel = self.engine.workspace.session_state_rel(name)
+        entries = self._cached_state(state_rel)
+        retired = self._retired_keys() if entries else set()
         state_lines = [
-            f"- {entry.category}: {entry.text}" for entry in self._cached_state(state_rel)
+            f"- {entry.category}: ~~{entry.text}~~ (superseded or forgotten since)"
+            if dedupe_key(entry.text) in retired
+            else f"- {entry.category}: {entry.text}"
+            for entry in entries
         ]
         gate = self._fact_ranker()  # also picks up other processes' writes
 
@@ -200,7 +220,21 @@ class PromptBuilder:
         self._facts_cache = (version, facts)
         return facts
 
-    def _cached(self, rel: str, load: Callable[[bytes], _T]) -> _T | None:
+    def _retired_keys(self) -> set[str]:
+        """The keys of the facts superseded or forgotten (``retired_keys``), found
+        again only when the store changed: a session-state line that says one
+        is shown struck through, never as a live fact."""
+        with self.engine.state:
+            store = self.engine.store
+            version = (id(store.items), store.lsn, len(store.items), len(store.forgotten))
+            cached = self._retired_cache
+            if cached is not None and cached[0] == version:
+                return cached[1]
+            keys = retired_keys(store)
+        self._retired_cache = (version, keys)
+        return keys
+
+    def _cached(self, rel: str, kind: str, load: Callable[[bytes], _T]) -> _T | None:
         """``load`` of the bytes of file ``rel`` (read through the workspace's
         volume), kept until the file's ``Stat`` changes (None: no file)."""
         cache = self._file_cache
@@ -209,28 +243,28 @@ class PromptBuilder:
         volume = self.engine.workspace.volume
         with storage_errors(f"read {rel}"):
             info = volume.stat(rel)
-            hit = cache.get(rel)
+            hit = cache.get((rel, kind))
             if info is not None and hit is not None and hit[0] == info:
                 return cast(_T, hit[1])
             data = None if info is None else volume.read(rel)
         if info is None or data is None:
-            cache.pop(rel, None)
+            cache.pop((rel, kind), None)
             return None
         value = load(data)
-        cache[rel] = (info, value)
+        cache[rel, kind] = (info, value)
         return value
 
     def _cached_text(self, rel: str) -> str:
-        return self._cached(rel, decoded_text) or ""
+        return self._cached(rel, "text", decoded_text) or ""
 
     def _cached_state(self, rel: str) -> builtins.list[StateEntry]:
-        return self._cached(rel, lambda data: parse_state(decoded_text(data))) or []
+        return self._cached(rel, "state", lambda data: parse_state(decoded_text(data))) or []
 
     def _cached_recent(self, rel: str) -> builtins.list[str]:
         def load(data: bytes) -> builtins.list[str]:
             return history.conversation_lines(history.fresh_turns(data)[-RECENT_TURNS:])
 
-        return self._cached(rel, load) or []
+        return self._cached(rel, "recent", load) or []
 
     # -- the live window ---------------------------------------------------------------
 
@@ -283,13 +317,10 @@ class PromptBuilder:
         at = now()
         stamp = at.strftime("%Y-%m-%d %H:%M")
         first, last = turns[0].seq, turns[-1].seq
-        bullets = [
-            line[2:].strip()
-            for line in summary.splitlines()
-            if line.startswith("- ") and line[2:].strip() and line[2:].strip() != "none"
-        ]
         events: builtins.list[WriteEvent] = []
         with self.engine.transaction("write the session summary"):
+            self.engine.catch_up(repair=True)
+            summary, items = self._summary_items(summary, name, at)
             where = f"summaries/{session_stem(name)}.md"
             block = f"## Session Compaction {stamp} (turns {first}-{last}, {chosen.name})\n\n"
             self.engine.workspace.volume.append(
@@ -297,13 +328,6 @@ class PromptBuilder:
                 (block + summary.strip() + "\n\n").encode(),
                 header=f"# Summaries of session {name}\n\n".encode(),
             )
-            self.engine.catch_up(repair=True)
-            category = f"Session Compaction {stamp}"
-            items = []
-            for bullet in bullets:
-                item = self.engine.live_or_new(bullet[:4000], category, Source.AGENT, name, at)
-                if not item.hits:
-                    items.append(item)
             if items:
                 payload = {"items": [item.to_dict() for item in items], "reason": "compaction"}
                 self.engine.write(OP_PUT, payload, sync=True)
@@ -328,6 +352,26 @@ class PromptBuilder:
         return SessionSummary(
             name, chosen.name, where, summary, (first, last), tuple(i.id for i in items)
         )
+
+    def _summary_items(
+        self, summary: str, session: str, at: datetime
+    ) -> tuple[str, builtins.list[Item]]:
+        """The summary as it is kept, and the new MEMORY.md items of its facts
+        (lock held). A bullet that says what a live item says adds nothing; one
+        that says what a superseded or forgotten item said is struck through
+        and marked, never restated as live."""
+        retired = retired_keys(self.engine.store)
+        items: builtins.list[Item] = []
+        for fact in summary_facts(summary):
+            text = fact.text[:4000]
+            if dedupe_key(text) in retired:
+                marked = f"- ~~{fact.text}~~ {fact.line[2 + len(fact.text) :].strip()}".rstrip()
+                summary = summary.replace(fact.line, f"{marked} (superseded)", 1)
+                continue
+            item = self.engine.live_or_new(text, fact.category, Source.AGENT, session, at)
+            if not item.hits and all(item.key != other.key for other in items):
+                items.append(item)
+        return summary, items
 
     @property
     def _summary_tokens(self) -> dict[str, int]:

@@ -286,8 +286,9 @@ class Memory:
     ) -> ContextWindow:
         """A conversation window for ``session`` wired to this memory: exchanges
         go to ``memory/working-buffer.md`` past 50 %; before a compaction the
-        user messages about to leave are observed (their durable facts are
-        captured first); after it, the next user message gets recovery context:
+        user messages about to leave are observed again (their durable facts are
+        captured first, but none that was corrected or forgotten since:
+        ``Observer.recapture``); after it, the next user message gets recovery context:
         the end of the working buffer, the session state and today's notes."""
         name = clean_session(session)
         if name is None:
@@ -297,7 +298,7 @@ class Memory:
         def flush(dropped: builtins.list[Message]) -> None:
             for message in dropped:
                 if message.role == "user" and message.content.strip():
-                    self._observer.observe(message.content, session=name)
+                    self._observer.recapture(message.content, session=name)
 
         return ContextWindow(
             limit_tokens,

@@ -46,7 +46,7 @@ from ..context.tokens import EstimateCounter
 from ..errors import BackendUnavailable, InvalidInput
 from ..index.chunks import Chunk, chunk_file, fact_chunks, layer_of, memory_md_lines
 from ..index.chunks import searchable_files as list_searchable
-from ..index.hybrid import Filters, Hit, Vectors, Weights, hybrid
+from ..index.hybrid import CandidateSource, Filters, Hit, Vectors, Weights, hybrid
 from ..index.lexical import Lexical
 from ..index.protocol import Index as IndexProtocol
 from ..index.sqlite import FileState, Index, IndexCorrupt, Stale
@@ -188,7 +188,7 @@ class Searcher:
             report = self._sync(state, progress=progress)
             if warm:
                 state.lexical.warm(state.index)
-                if state.embedder is not None and state.index.vectors:
+                if state.embedder is not None and _vectors_in_ram(state.index, state.embedder.dim):
                     state.vectors.warm(state.index, state.embedder.dim)
             return report
 
@@ -565,3 +565,16 @@ def prompt_tail(prompt: str, chars: int = 600) -> str:
             lines.append(text)
     joined = " ".join(lines)
     return joined[-chars:]
+
+
+def _vectors_in_ram(index: IndexProtocol, dim: int) -> bool:
+    """Whether searches of ``index`` rank its vectors in RAM (not a backend's
+    ANN index, e.g. PostgreSQL's HNSW above a size: its matrix is then built
+    only if a search ever needs it, a filter leaving the SQL list short)."""
+    if not index.vectors:
+        return False
+    if isinstance(index, CandidateSource):
+        import numpy as np
+
+        return not index.finds(np.zeros(dim, dtype=np.float32))[1]
+    return True

@@ -53,6 +53,18 @@ _READ = (
     "FROM memstrata_volume_parts p WHERE p.tenant = f.tenant AND p.path = f.path), ''::bytea) "
     "FROM memstrata_volume f WHERE f.path = %s"
 )
+# The parts that hold the file's last %(size)s bytes, and as much of the
+# content as they leave short (the content is not read when they do not).
+_TAIL = (
+    "WITH p AS (SELECT seq, data, sum(length(data)) OVER (ORDER BY seq DESC) AS upto "
+    "FROM memstrata_volume_parts WHERE path = %(path)s), "
+    "kept AS (SELECT seq, data, upto FROM p WHERE upto - length(data) < %(size)s), "
+    "got AS (SELECT coalesce(max(upto), 0) AS n, "
+    "coalesce(string_agg(data, ''::bytea ORDER BY seq), ''::bytea) AS data FROM kept) "
+    "SELECT f.size, CASE WHEN got.n >= %(size)s THEN ''::bytea ELSE substring(f.content "
+    "FROM greatest(length(f.content) - (%(size)s - got.n) + 1, 1)::int) END || got.data "
+    "FROM memstrata_volume f, got WHERE f.path = %(path)s"
+)
 _STAT = "SELECT size, mtime_ns, inode FROM memstrata_volume WHERE path = %s"
 _CREATE = (
     "INSERT INTO memstrata_volume (tenant, path, content, size, line_ended, mtime_ns, inode) "
@@ -117,6 +129,15 @@ class PostgresVolume:
         with self.lock.connection(f"read {rel}") as conn:
             row = conn.execute(_READ, (rel,)).fetchone()
         return None if row is None else bytes(row[0])
+
+    def tail(self, rel: str, size: int) -> tuple[bytes, bool] | None:
+        clean_rel(rel)
+        with self.lock.connection(f"read the end of {rel}") as conn:
+            row = conn.execute(_TAIL, {"path": rel, "size": max(size, 0)}).fetchone()
+        if row is None:
+            return None
+        data = bytes(row[1])
+        return data, len(data) == row[0]
 
     def stat(self, rel: str) -> Stat | None:
         clean_rel(rel)

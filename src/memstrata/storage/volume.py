@@ -8,7 +8,9 @@ keeps each file as rows of one tenant. What every volume guarantees
 (``tests/contracts/test_volume_contract.py`` runs it on each):
 
 * ``read`` gives the whole file or None when there is none (a folder where
-  a file belongs is an error, never "no file").
+  a file belongs is an error, never "no file"); ``tail(rel, size)`` its end:
+  at least its last ``size`` bytes (all of them when it is shorter), and
+  whether that is the whole file.
 * ``write`` replaces a file atomically (a reader sees the old bytes or the
   new, never a mix), durably on return unless ``durable=False``; folders are
   implicit (a file's parents exist as soon as it does).
@@ -62,6 +64,7 @@ from .files import (
 
 __all__ = [
     "SETTLE_SECONDS",
+    "TAIL_BYTES",
     "DiskVolume",
     "Stat",
     "Swapped",
@@ -73,6 +76,10 @@ __all__ = [
     "settled",
     "settled_bytes",
 ]
+
+
+# How much of a log's end ``last_record`` reads first.
+TAIL_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +116,8 @@ class Volume(Protocol):
 
     def read(self, rel: str) -> bytes | None: ...
 
+    def tail(self, rel: str, size: int) -> tuple[bytes, bool] | None: ...
+
     def stat(self, rel: str) -> Stat | None: ...
 
     def write(self, rel: str, data: bytes, *, durable: bool = True) -> None: ...
@@ -129,14 +138,25 @@ class Volume(Protocol):
 def last_record(
     volume: Volume, rel: str, on_torn: Callable[[bytes], object]
 ) -> dict[str, Any] | None:
-    """The last JSON object line of the JSONL file ``rel`` (None: none). On a
-    folder only the file's end is read; a torn last line (a writer died
-    mid-append) is handed to ``on_torn`` and cut off (elsewhere the whole
-    file is read, torn tail cut the same way)."""
+    """The last JSON object line of the JSONL file ``rel`` (None: none). Only
+    the file's end is read (``tail``, a larger end while no complete line in
+    it is an object); a torn last line (a writer died mid-append) is handed
+    to ``on_torn`` and cut off."""
     local = volume.local
     if local is not None:
         return last_jsonl_record(local / clean_rel(rel), on_torn)
-    return last_json_object(cut_torn_tail(volume, rel, on_torn))
+    size = TAIL_BYTES
+    while True:
+        found = volume.tail(rel, size)
+        if found is None:
+            return None
+        data, whole = found
+        if data and not data.endswith(b"\n"):  # torn: cut where a whole read sees it
+            return last_json_object(cut_torn_tail(volume, rel, on_torn))
+        record = last_json_object(data if whole else data[data.find(b"\n") + 1 :])
+        if record is not None or whole:
+            return record
+        size *= 8
 
 
 def cut_torn_tail(volume: Volume, rel: str, on_torn: Callable[[bytes], object]) -> bytes:
@@ -195,6 +215,15 @@ class DiskVolume:
     def read(self, rel: str) -> bytes | None:
         try:
             return self.path(rel).read_bytes()
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+
+    def tail(self, rel: str, size: int) -> tuple[bytes, bool] | None:
+        try:
+            with open(self.path(rel), "rb") as handle:
+                start = max(handle.seek(0, os.SEEK_END) - max(size, 0), 0)
+                handle.seek(start)
+                return handle.read(), start == 0
         except (FileNotFoundError, NotADirectoryError):
             return None
 

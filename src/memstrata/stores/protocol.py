@@ -46,7 +46,7 @@ from ..model import Item
 from ..storage.journal import Record
 from .longterm import Forgotten
 
-__all__ = ["FactStore"]
+__all__ = ["FactStore", "retired_keys"]
 
 
 @runtime_checkable
@@ -91,3 +91,12 @@ class FactStore(Protocol):
         ...
 
     def unused_id(self) -> str: ...
+
+
+def retired_keys(store: FactStore) -> set[str]:
+    """The de-duplication keys of every item of ``store`` that is not live
+    (superseded, expired) and of every forgotten one: what a re-capture must
+    not bring back, and what a context must not show as live."""
+    keys = {item.key for item in store.items.values() if not item.is_live}
+    keys.update(gone.item.key for gone in store.forgotten.values())
+    return keys
