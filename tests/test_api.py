@@ -21,7 +21,10 @@ RANKS: list[tuple[str, set[str]]] = [
     # postgres: the Index and FactStore backends on PostgreSQL (imports index, stores, storage)
     ("services", {"index", "context", "migrations", "postgres"}),
     ("facade", {"memory"}),
-    ("entry points", {"cli", "tools", "mcp_server", "doctor", "demo", "benchmarks", "__main__"}),
+    (
+        "entry points",
+        {"cli", "tools", "mcp_server", "integrations", "doctor", "demo", "benchmarks", "__main__"},
+    ),
 ]
 RANK = {top: rank for rank, (_, tops) in enumerate(RANKS) for top in tops}
 # Leaves import nothing of memstrata but values.

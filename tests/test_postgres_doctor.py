@@ -14,7 +14,7 @@ import postgres_server
 from memstrata import Memory
 from memstrata.cli import cli
 from memstrata.doctor import Finding, Level
-from memstrata.postgres.doctor import diagnose_database
+from memstrata.doctor.database import diagnose_database
 from memstrata.postgres.lock import PostgresLock
 from memstrata.postgres.volume import PostgresVolume
 

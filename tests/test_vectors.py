@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memstrata.index import hybrid as search
+from memstrata.index import vectors as search
 from memstrata.index.chunks import Chunk
 from memstrata.index.hybrid import Vectors
 from memstrata.index.sqlite import FileState, Index

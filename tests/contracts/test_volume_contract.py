@@ -164,7 +164,11 @@ def test_matches_a_dict_of_bytes(volume: Volume, steps: list[tuple[str, str, byt
 @settings(
     max_examples=25,
     deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    suppress_health_check=[
+        HealthCheck.function_scoped_fixture,
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+    ],
 )
 @given(
     lines=st.lists(

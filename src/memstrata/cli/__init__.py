@@ -25,7 +25,7 @@ import click
 
 from .base import GLOBAL_GROUP, GLOBAL_WORKSPACE, Group
 
-__all__ = ["COMMANDS", "cli", "main"]
+__all__ = ["AMEND", "COMMANDS", "cli", "main"]
 
 # name -> "module (relative to memstrata.cli):attribute", in the order `--help` lists them.
 COMMANDS: dict[str, str] = {
@@ -62,6 +62,10 @@ COMMANDS: dict[str, str] = {
     "export": "transfer:export_command",
     "import": "transfer:import_command",
 }
+# name -> "module:function" that amends the command when it is loaded (another module's options).
+AMEND: dict[str, list[str]] = {
+    "mcp": ["clients:attach"],  # mcp --print-config CLIENT
+}
 
 
 def _load(name: str) -> click.Command:
@@ -69,6 +73,12 @@ def _load(name: str) -> click.Command:
     command = getattr(importlib.import_module(f"{__name__}.{module}"), attribute)
     if not isinstance(command, click.Command):
         raise TypeError(f"{COMMANDS[name]} is not a click command")
+    for amend in AMEND.get(name, ()):
+        module, _, attribute = amend.partition(":")
+        amended = getattr(importlib.import_module(f"{__name__}.{module}"), attribute)(command)
+        if not isinstance(amended, click.Command):
+            raise TypeError(f"{amend} did not return a click command")
+        command = amended
     return command
 
 

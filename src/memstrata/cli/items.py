@@ -401,8 +401,8 @@ def doctor(workspace: str | None, group: str | None, as_json: bool) -> None:
     styles = {Level.OK: "green", Level.INFO: "cyan", Level.WARN: "yellow", Level.ERROR: "red"}
     url = database_url(workspace)
     if url is not None:  # the server, this role, the schema and the tenant
+        from ..doctor.database import diagnose_database
         from ..postgres.connect import location_of
-        from ..postgres.doctor import diagnose_database
 
         findings, where = diagnose_database(url, group), location_of(url)
     else:

@@ -15,19 +15,19 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from .capture.scan import load_rules
-from .config import load_settings
-from .errors import MemstrataError
-from .model import now
-from .storage.files import TEMP_MARK
-from .storage.journal import scan
-from .storage.lock import lock_holder
-from .storage.quarantine import QUARANTINE, list_quarantine
-from .storage.workspace import LESSONS, MEMORY_MD, SNAPSHOT, Workspace
-from .stores import handedit, markdown
-from .stores.handedit import RenderHistory
-from .stores.lessons import LessonStore
-from .stores.longterm import LongTermStore, Snapshot
+from ..capture.scan import load_rules
+from ..config import load_settings
+from ..errors import MemstrataError
+from ..model import now
+from ..storage.files import TEMP_MARK
+from ..storage.journal import scan
+from ..storage.lock import lock_holder
+from ..storage.quarantine import QUARANTINE, list_quarantine
+from ..storage.workspace import LESSONS, MEMORY_MD, SNAPSHOT, Workspace
+from ..stores import handedit, markdown
+from ..stores.handedit import RenderHistory
+from ..stores.lessons import LessonStore
+from ..stores.longterm import LongTermStore, Snapshot
 
 __all__ = ["Finding", "Level", "diagnose", "diagnose_files"]
 
@@ -260,7 +260,7 @@ def _lessons(ws: Workspace) -> list[Finding]:
 
 def _transcripts(ws: Workspace) -> list[Finding]:
     """Transcript lines the next open would upgrade or set aside."""
-    from .stores.transcripts import Turn, transcript_files
+    from ..stores.transcripts import Turn, transcript_files
 
     findings = []
     total = 0
@@ -312,9 +312,9 @@ def _transcripts(ws: Workspace) -> list[Finding]:
 
 def _search(ws: Workspace) -> list[Finding]:
     """Whether search has its embedder, and what the index holds (read-only)."""
-    from .config import Settings, workspace_settings
-    from .embed import load_embedder
-    from .errors import BackendUnavailable
+    from ..config import Settings, workspace_settings
+    from ..embed import load_embedder
+    from ..errors import BackendUnavailable
 
     findings = []
     try:

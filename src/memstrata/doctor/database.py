@@ -19,14 +19,21 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..doctor import Finding, Level, diagnose_files
+from ..postgres.connect import (
+    TENANT_SETTING,
+    TIMEOUT_SECONDS,
+    Database,
+    _driver,
+    check_tenant,
+    location_of,
+)
+from ..postgres.index import ANN_ABOVE, ANN_SHARE
+from ..postgres.schema import HNSW_EF_CONSTRUCTION, HNSW_M, MIGRATIONS
+from ..postgres.volume import PostgresVolume
+from ..postgres.workspace import DEFAULT_TENANT
 from ..storage.access import check_group
 from ..storage.workspace import Workspace
-from .connect import TENANT_SETTING, TIMEOUT_SECONDS, Database, _driver, check_tenant, location_of
-from .index import ANN_ABOVE, ANN_SHARE
-from .schema import HNSW_EF_CONSTRUCTION, HNSW_M, MIGRATIONS
-from .volume import PostgresVolume
-from .workspace import DEFAULT_TENANT
+from . import Finding, Level, diagnose_files
 
 if TYPE_CHECKING:
     from psycopg import Connection
