@@ -21,9 +21,21 @@ RANKS: list[tuple[str, set[str]]] = [
     # postgres: the Index and FactStore backends on PostgreSQL (imports index, stores, storage)
     ("services", {"index", "context", "migrations", "postgres"}),
     ("facade", {"memory"}),
+    ("importers", {"importers"}),  # other agents' memory, through the facade's public API
+    # ui: memstrata ui, the local web inspector (over the facade, like the servers)
     (
         "entry points",
-        {"cli", "tools", "mcp_server", "integrations", "doctor", "demo", "benchmarks", "__main__"},
+        {
+            "cli",
+            "tools",
+            "mcp_server",
+            "integrations",
+            "doctor",
+            "demo",
+            "benchmarks",
+            "ui",
+            "__main__",
+        },  # fmt: skip
     ),
 ]
 RANK = {top: rank for rank, (_, tops) in enumerate(RANKS) for top in tops}

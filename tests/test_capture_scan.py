@@ -201,7 +201,7 @@ def test_a_workspace_pack_extends_the_rules(tmp_path: Path) -> None:
     )
     rules = load_rules(tmp_path)
     assert cats("ok, we ship it on Friday", rules=rules) == {"decision"}
-    assert cats("ok, we ship it on Friday") == set()
+    assert cats("ok, we ship it on Friday", learned=False) == set()  # the built-in rules alone
     assert cats("For the record, I prefer tea", rules=rules) == {"remember", "preference"}
     assert cats("maybe we ship it on Friday", rules=rules) == set()
     assert cats("Ich heiße Anna", rules=rules, languages=["de"]) == {"proper_noun"}

@@ -157,9 +157,10 @@ def test_version_1_lines_and_q15_files_are_upgraded_in_the_volume(
     assert turn.text_of("user") == "hi" and turn.text_of("assistant") == "yo"
     [imported] = history.read_turns(workspace, "q")
     assert imported.id == "qid"
-    assert not volume.list("history/")
+    assert volume.read("history/turns/2025/01/15/0001.json") == json.dumps(q15).encode()
+    assert volume.read("history/state/head.json") == b'{"seq": 1}'  # q15's files are kept
     backups = [rel for rel, _ in volume.list(".memstrata/backup/")]
-    assert len(backups) == 3  # the v1 transcript, the q15 turn and head.json
+    assert len(backups) == 1  # the v1 transcript
     stat = volume.stat(old)
     assert stat is not None and verified[old] == (stat.size, stat.mtime_ns)
     assert migrate.upgrade(workspace, lambda *item: aside.append(item), verified) == []

@@ -19,6 +19,10 @@ Guarantees:
   rule's own ``unless`` patterns match;
 * with ``languages=None`` the packs are picked by script: Cyrillic runs ``ru``,
   CJK runs ``zh``, any other text runs ``en`` and ``uz``;
+* with ``learned=True`` (the default) the learned scorer (``scorer.py``) then
+  adds the durable categories the rules missed, each on one sentence of the
+  message that no pack's vetoes match; it never removes a rule's entry, and
+  with explicit ``languages`` it runs only on text of their script;
 * every pattern is compiled once: one alternation per category per language,
   one veto pattern per language. A bad pack raises ``InvalidInput`` naming
   the file and the rule; the scanner itself never raises on any text;
@@ -65,6 +69,7 @@ from typing import Any
 from ..errors import InvalidInput
 from . import rulecache
 from .heads import DIGITS, Finder, Head, HeadSearch, analyse, find, finder, proven
+from .scorer import additions
 
 __all__ = ["CATEGORIES", "Entry", "RuleSet", "default_rules", "load_rules", "scan"]
 
@@ -442,10 +447,25 @@ def _first(
     return None
 
 
+def _learned(found: dict[str, Entry], text: str, ruleset: RuleSet, codes: Sequence[str]) -> None:
+    """Add the durable categories the learned scorer finds beyond the rules
+    (``scorer.py``), each on a sentence no pack's vetoes match."""
+    for category, (start, end) in additions(text, found):
+        sentence = text[start:end]
+        vetoes = (ruleset.packs[code].veto for code in codes)
+        if not any(veto and veto.pattern.search(sentence) for veto in vetoes):
+            found[category] = Entry(category, sentence, (start, end))
+
+
 def scan(
-    text: str, *, languages: Sequence[str] | None = None, rules: RuleSet | None = None
+    text: str,
+    *,
+    languages: Sequence[str] | None = None,
+    rules: RuleSet | None = None,
+    learned: bool = True,
 ) -> list[Entry]:
-    """The entries ``text`` holds, at most one per category, in message order."""
+    """The entries ``text`` holds, at most one per category, in message order;
+    ``learned=False``: the rules' alone, without the learned scorer."""
     ruleset = rules or default_rules()
     codes = tuple(languages) if languages is not None else _detect(text)
     for code in codes:
@@ -466,4 +486,6 @@ def scan(
             entry = matches and _first(category, matches, pack, message, base + _VETO, vetoed)
             if entry:
                 found[category] = entry
+    if learned and (languages is None or set(codes) & set(_detect(text))):
+        _learned(found, text, ruleset, codes)
     return sorted(found.values(), key=lambda e: (e.span[0], _OFFSET[e.category]))

@@ -61,6 +61,7 @@ COMMANDS: dict[str, str] = {
     "notes": "layers:notes_group",
     "export": "transfer:export_command",
     "import": "transfer:import_command",
+    "ui": "ui:ui_command",
 }
 # name -> "module:function" that amends the command when it is loaded (another module's options).
 AMEND: dict[str, list[str]] = {

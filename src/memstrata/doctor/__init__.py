@@ -304,7 +304,8 @@ def _transcripts(ws: Workspace) -> list[Finding]:
             Finding(
                 Level.INFO,
                 "transcripts",
-                "history/turns/ holds q15 turn files; the next open imports them into sessions/",
+                "history/turns/ holds q15 turn files; each open copies new ones into sessions/ "
+                "(q15's files are kept)",
             )
         )
     return findings or [Finding(Level.OK, "transcripts", f"{total} turn(s)")]

@@ -41,6 +41,8 @@ from .vectors import Vectors
 if TYPE_CHECKING:
     import numpy as np
 
+    from .why import Why
+
 __all__ = ["CandidateSource", "Filters", "Hit", "Ranked", "Vectors", "Weights", "hybrid"]
 
 RRF_K = 60
@@ -240,8 +242,9 @@ def hybrid(
     weights: Weights = Weights(),  # noqa: B008 - frozen
     now: datetime | None = None,
     line_of: Callable[[Chunk], tuple[int, int]] | None = None,
+    why: Why | None = None,
 ) -> list[Hit]:
-    """The ``k`` best chunks for ``query`` that ``filters`` accept."""
+    """The ``k`` best chunks for ``query`` that ``filters`` accept (``why``: ``index.why``)."""
     chunks = index.chunks
     wide = max(weights.candidates, 4 * k)
     terms = query_terms(query)
@@ -314,6 +317,8 @@ def hybrid(
     scored.sort(key=lambda pair: (-pair[0], pair[1]))
     if weights.diversity:
         scored = _diversify(scored, chunks, weights.diversity, k)
+    if why is not None:
+        why.finish(index, query, (words, nearest), fused, scored[:k], weights, now)
     return [_hit(chunks[cid], score, line_of) for score, cid in scored[:k]]
 
 

@@ -14,6 +14,7 @@ compact and the reads (``get``, ``list``, ``forgotten``).
 from __future__ import annotations
 
 import builtins
+from datetime import datetime
 
 from ..errors import Conflict, InvalidInput, NotFound
 from ..model import (
@@ -21,6 +22,7 @@ from ..model import (
     Item,
     Source,
     WriteEvent,
+    aware,
     clean_session,
     normalize_category,
     now,
@@ -51,18 +53,21 @@ class Facts:
         session: str | None = None,
         user: str | None = None,
         sync: bool = True,
+        at: datetime | None = None,
     ) -> Item:
         """Store a long-term fact; durable when this returns (unless ``sync=False``).
 
         A fact whose normalized text equals a live one is not stored twice:
-        the existing item is returned with ``hits`` + 1.
+        the existing item is returned with ``hits`` + 1. ``at`` is when the
+        fact was said (default: now; an importer gives the original time).
         """
         line = safe_text(text)
         kind = normalize_category(category)
         origin = parse_source(source)
         session, user = clean_session(session), clean_user(user)
+        when = now() if at is None else aware(at)
         with self.engine.transaction("write to the journal", catch_up=True):
-            item = self.engine.live_or_new(line, kind, origin, session, now(), user)
+            item = self.engine.live_or_new(line, kind, origin, session, when, user)
             event = self.engine.put_items([item], "duplicate" if item.hits else "remember", sync)
             self.engine.after_write()
         self.engine.events.notify(event)

@@ -50,6 +50,7 @@ from ..index.hybrid import CandidateSource, Filters, Hit, Vectors, Weights, hybr
 from ..index.lexical import Lexical
 from ..index.protocol import Index as IndexProtocol
 from ..index.sqlite import FileState, Index, IndexCorrupt, Stale
+from ..index.why import Why
 from ..model import Item, WriteEvent, decoded_text, now, valid_text
 from ..storage.layers import SEARCHABLE
 from ..storage.volume import Stat
@@ -132,11 +133,13 @@ class Searcher:
         source: str | None = None,
         include_superseded: bool = False,
         weights: Weights | None = None,
+        why: Why | None = None,
     ) -> builtins.list[Hit]:
         """The ``k`` best chunks for ``query`` (BM25 and vectors fused), each with
         its path, line range, snippet, score, layer and times. ``layers``
         defaults to every layer but those in every prompt (core, working,
-        session_state). ``k`` above ``MAX_K`` is taken as ``MAX_K``."""
+        session_state). ``k`` above ``MAX_K`` is taken as ``MAX_K``. ``why``
+        (an ``index.why.Why``) is filled with why each hit ranked where it did."""
         if not isinstance(query, str) or not query.strip():
             raise InvalidInput("the query must be a non-empty string")
         if len(query) > MAX_QUERY_CHARS:
@@ -168,6 +171,7 @@ class Searcher:
                 weights=weights or Weights(),
                 now=now(),
                 line_of=lambda chunk: self._line_of(state, chunk),
+                why=why,
             )
 
     def reindex(

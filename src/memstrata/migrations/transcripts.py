@@ -6,25 +6,24 @@ q15's turn files (``history/turns/YYYY/MM/DD/*.json``) become version 2
 turns; a line or file that cannot be read (bad JSON, invalid UTF-8, not a
 record) moves byte for byte to the quarantine with the reason. A file is
 rewritten atomically, after its original bytes were copied to
-``.memstrata/backup/``; a q15 file is moved to the backup only after the
-transcript holding its turn is durable (its turn id keeps a second import
-out). A second open changes nothing, and reads no transcript that is as
+``.memstrata/backup/``. q15's files are never changed or removed (q15 can
+go on using its folder): each turn is *copied*, once (its turn id keeps a
+second copy out); an unreadable one is copied to the quarantine and left
+where it is (``memstrata import q15 DIR --move`` is the explicit way to take
+q15's files away). A second open changes nothing, and reads no transcript that is as
 it was when this process (or the last one) knew it good: ``Transcripts``
 keeps their sizes and mtimes in ``.memstrata/transcripts-verified.json``.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 from ..model import now, parse_time_or_none
-from ..storage.files import fsync_dir
 from ..storage.layers import matches
 from ..storage.workspace import Workspace
 from ..stores.transcripts import (
@@ -39,7 +38,7 @@ from ..stores.transcripts import (
     transcript_rel,
 )
 
-__all__ = ["Verified", "upgrade"]
+__all__ = ["Verified", "q15_turn", "upgrade"]
 
 _V1_ROLES = {"system", "user", "assistant", "tool", "function"}
 _V1_TIME_KEYS = ("created_at", "ts", "timestamp", "time")
@@ -61,7 +60,7 @@ def upgrade(workspace: Workspace, quarantine: Quarantine, verified: Verified) ->
         now_info = workspace.volume.stat(where)
         if now_info is not None:
             verified[where] = (now_info.size, now_info.mtime_ns)
-    notices += _import_q15(workspace, quarantine)
+    notices += _import_q15(workspace, quarantine, verified)
     return notices
 
 
@@ -220,41 +219,42 @@ def _v1_time(value: Any) -> datetime | None:
 
 
 _Q15_TURNS = "history/turns/*/*/*/*.json"
-_Q15_HEAD = "history/state/head.json"
 
 
-def _import_q15(workspace: Workspace, quarantine: Quarantine) -> list[str]:
+def _import_q15(workspace: Workspace, quarantine: Quarantine, verified: Verified) -> list[str]:
+    """Copy q15's turn files into the transcripts; q15's own files stay as they
+    are (q15 can go on using its folder): a turn already there (by id) is not
+    copied again, and a file read once is not read again while its size and
+    mtime are those ``verified`` holds for it."""
     volume = workspace.volume
     listed = volume.list("history/turns/")
-    local = volume.local
-    if not listed and (local is None or not (local / "history" / "turns").is_dir()):
-        return []
-    found = [where for where, _ in listed if matches(where, _Q15_TURNS)]
-    turns_by_session: dict[str, list[tuple[str, Turn]]] = {}
-    for where in found:
+    turns_by_session: dict[str, list[Turn]] = {}
+    for where, info in listed:
+        key = (info.size, info.mtime_ns)
+        if not matches(where, _Q15_TURNS) or verified.get(where) == key:
+            continue
         data = volume.read(where)
         if data is None:
             continue
+        verified[where] = key
         try:
-            record = json.loads(data.decode("utf-8"))
-            turn = _q15_turn(record, where)
+            turn = q15_turn(json.loads(data.decode("utf-8")), where)
         except UnicodeDecodeError:
-            quarantine(where, data, "q15 turn file is not valid UTF-8")
-            volume.delete(where)
+            quarantine(where, data, "q15 turn file is not valid UTF-8 (a copy; q15's file kept)")
             continue
         except ValueError as exc:
-            quarantine(where, data, f"q15 turn file cannot be read: {exc}")
-            volume.delete(where)
+            reason = f"q15 turn file cannot be read: {exc} (a copy; q15's file kept)"
+            quarantine(where, data, reason)
             continue
-        turns_by_session.setdefault(turn.session, []).append((where, turn))
+        turns_by_session.setdefault(turn.session, []).append(turn)
     notices = []
-    for session, items in turns_by_session.items():
+    for session, turns in turns_by_session.items():
         transcript = transcript_rel(session)
         existing = read_records(volume, transcript)
         have = {record.get("id") for record in existing}
         seq = _max_seq(existing)
         new = []
-        for _, turn in sorted(items, key=lambda item: (item[1].created_at, item[1].seq)):
+        for turn in sorted(turns, key=lambda turn: (turn.created_at, turn.seq)):
             if turn.id in have:
                 continue
             seq += 1
@@ -263,22 +263,15 @@ def _import_q15(workspace: Workspace, quarantine: Quarantine) -> list[str]:
             )
         if new:
             volume.append(transcript, jsonl_lines(new))
-        for where, _ in items:
-            _backup(workspace, where, volume.read(where) or b"")
-            volume.delete(where)
-        notices.append(
-            f"imported {len(new)} q15 turn file(s) into {transcript} (originals in backup)"
-        )
-    head = volume.read(_Q15_HEAD)
-    if head is not None:
-        _backup(workspace, _Q15_HEAD, head)
-        volume.delete(_Q15_HEAD)
-    if local is not None:  # a volume's folders go with their files; a disk's stay
-        _remove_empty_dirs(local / "history")
+            notices.append(
+                f"copied {len(new)} q15 turn file(s) into {transcript} (q15's files kept)"
+            )
     return notices
 
 
-def _q15_turn(record: Any, where: str) -> Turn:
+def q15_turn(record: Any, where: str) -> Turn:
+    """One q15 turn file (any schema version) as a version 2 turn; ``ValueError``
+    when it is not one."""
     if not isinstance(record, dict):
         raise ValueError("not a JSON object")
     session = str(record.get("session") or record.get("session_id") or "q15")
@@ -312,16 +305,3 @@ def _backup(workspace: Workspace, where: str, data: bytes) -> str:
     target = f".memstrata/backup/{stamp}-{where.replace('/', '__')}"
     workspace.volume.write(target, data)
     return target
-
-
-def _remove_empty_dirs(root: Path) -> None:
-    if not root.is_dir():
-        return
-    for folder in sorted((p for p in root.rglob("*") if p.is_dir()), reverse=True):
-        with contextlib.suppress(OSError):
-            folder.rmdir()
-    try:
-        root.rmdir()
-        fsync_dir(root.parent)
-    except OSError:
-        pass

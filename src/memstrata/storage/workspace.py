@@ -30,7 +30,7 @@ from ..errors import InvalidInput, NotFound
 from .files import create_new, storage_errors
 from .volume import DiskVolume, Volume
 
-__all__ = ["GROUP_NAME", "Workspace", "init_workspace", "session_stem"]
+__all__ = ["GROUP_NAME", "Workspace", "init_workspace", "session_stem", "template_bytes"]
 
 # The engine's files, by their path in a workspace's volume.
 MEMORY_MD = "MEMORY.md"
@@ -189,6 +189,14 @@ class Workspace:
             return [name for name in _TEMPLATES if self.volume.stat(name) is None]
         wanted = list(_DIRECTORIES) + list(_TEMPLATES)
         return [name for name in wanted if not (self.path / name).exists()]
+
+
+def template_bytes(rel: str) -> bytes | None:
+    """The bytes ``init`` writes at ``rel`` (None: no template file there)."""
+    name = _TEMPLATES.get(rel)
+    return (
+        None if name is None else (resources.files("memstrata") / "templates" / name).read_bytes()
+    )
 
 
 def init_workspace(workspace: Workspace) -> list[str]:

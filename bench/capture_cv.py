@@ -1,0 +1,171 @@
+"""Cross-validated capture figures: rules alone vs rules + the learned scorer.
+
+Scored per (message, durable category) as the corpus README defines it, over
+the five durable categories (correction, proper_noun, preference, decision,
+remember). Two cross-validations, each fold training the scorer with
+``bench/train_capture.py``'s ``train`` on the other groups only:
+
+* **by author**: hold out ``blind``, ``template`` or ``hand``; train on the
+  rest (``original`` included). ``original`` — the messages the rules were
+  written from — is never a test group. The per-language table pools the
+  three held-out folds: every message is predicted by a model that never saw
+  its author's messages.
+* **by language**: hold out one language (train on the other three, all
+  authors); test on its messages not in ``original``.
+
+Each variant in ``VARIANTS`` is run through both; the shipped one is
+``shipped``. Timing: ``scan`` per 200-character message (en/uz messages
+joined and cut), p50/p99 in microseconds, rules alone and with the scorer.
+
+Run::
+
+    .venv/bin/python bench/capture_cv.py --json bench/results/capture_cv.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import timeit
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import numpy as np  # noqa: E402
+
+import memstrata.capture.scan as scan_module  # noqa: E402
+from memstrata.capture.scorer import DURABLE, Model, additions  # noqa: E402
+from train_capture import LANGUAGES, load_corpus, train  # noqa: E402
+
+TEST_AUTHORS = ("blind", "template", "hand")
+VARIANTS: dict[str, dict[str, Any]] = {
+    "shipped": {},
+    "no_rule_features": {"rule_features": False},
+    "threshold_0.4": {"threshold": 0.4},
+    "threshold_0.6": {"threshold": 0.6},
+    "positive_weight_3": {"positive_weight": 3.0},
+    "l2_1e-3": {"l2": 1e-3},
+}
+
+Counts = dict[str, list[int]]
+
+
+def prf(tp: int, fp: int, fn: int) -> dict[str, float | int]:
+    p = tp / (tp + fp) if tp + fp else 1.0
+    r = tp / (tp + fn) if tp + fn else 1.0
+    return {"precision": round(p, 4), "recall": round(r, 4), "tp": tp, "fp": fp, "fn": fn}
+
+
+def predict(message: dict[str, Any], model: Model | None) -> set[str]:
+    """Durable categories ``scan`` finds, with ``model`` as its scorer (None: rules alone)."""
+    if model is None:
+        got = message["hits"]
+    else:
+        original = scan_module.additions
+        scan_module.additions = lambda text, hits: additions(text, hits, model)
+        try:
+            got = {e.category for e in scan_module.scan(message["text"])}
+        finally:
+            scan_module.additions = original
+    return set(got) & set(DURABLE)
+
+
+def tally(counts: dict[str, Counts], message: dict[str, Any], got: set[str], key: str) -> None:
+    gold = set(message["labels"]) & set(DURABLE)
+    for category in gold | got:
+        slot = 0 if category in gold and category in got else 1 if category in got else 2
+        for name in ("overall", f"lang:{message['lang']}", f"cat:{category}"):
+            counts[key].setdefault(name, [0, 0, 0])[slot] += 1
+
+
+def report(table: Counts) -> dict[str, Any]:
+    return {
+        "overall": prf(*table.get("overall", [0, 0, 0])),
+        "by_language": {lang: prf(*table.get(f"lang:{lang}", [0, 0, 0])) for lang in LANGUAGES},
+        "by_category": {cat: prf(*table.get(f"cat:{cat}", [0, 0, 0])) for cat in DURABLE},
+    }
+
+
+def as_model(trained: Any) -> Model:
+    return Model(np, trained.names, trained.weights, trained.rules, trained.bias, trained.threshold)
+
+
+def cross_validate(messages: list[dict[str, Any]], options: dict[str, Any]) -> dict[str, Any]:
+    counts: dict[str, Counts] = defaultdict(dict)
+    for author in TEST_AUTHORS:
+        model = as_model(train([m for m in messages if m["author"] != author], **options))
+        for message in (m for m in messages if m["author"] == author):
+            for key, chosen in (("rules", None), ("scorer", model)):
+                got = predict(message, chosen)
+                tally(counts, message, got, f"author/{key}")
+                tally(counts, message, got, f"author:{author}/{key}")
+    for lang in LANGUAGES:
+        model = as_model(train([m for m in messages if m["lang"] != lang], **options))
+        for message in (m for m in messages if m["lang"] == lang and m["author"] != "original"):
+            for key, chosen in (("rules", None), ("scorer", model)):
+                tally(counts, message, predict(message, chosen), f"language/{key}")
+    return {key: report(table) for key, table in sorted(counts.items())}
+
+
+def timing(messages: list[dict[str, Any]], repeat: int) -> dict[str, Any]:
+    texts = [m["text"] for m in messages if m["lang"] in ("en", "uz")]
+    long_texts = [" ".join(texts[start:])[:200] for start in range(0, 200, 5)]
+    out = {}
+    for key, learned in (("rules", False), ("rules_and_scorer", True)):
+        costs = sorted(
+            min(
+                timeit.repeat(
+                    lambda t=t, on=learned: scan_module.scan(t, learned=on),
+                    number=200,
+                    repeat=repeat,
+                )
+            )
+            / 200
+            * 1e6
+            for t in long_texts
+        )
+        out[key] = {
+            "p50": round(statistics.median(costs), 2),
+            "p99": round(costs[int(len(costs) * 0.99) - 1], 2),
+        }
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", type=Path, help="write the results here")
+    parser.add_argument("--variants", nargs="*", default=list(VARIANTS))
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args(argv)
+    messages = load_corpus()
+    groups: dict[str, int] = defaultdict(int)
+    for message in messages:
+        groups[f"{message['author']}/{message['lang']}"] += 1
+    results: dict[str, Any] = {"messages": dict(sorted(groups.items())), "variants": {}}
+    for name in args.variants:
+        results["variants"][name] = cross_validate(messages, VARIANTS[name])
+        shown = results["variants"][name]
+        print(
+            name,
+            json.dumps(
+                {k: v["overall"] for k, v in shown.items() if k.count("/") == 1 and ":" not in k}
+            ),
+            flush=True,
+        )
+    if args.repeat:
+        results["timing_us_per_200_chars"] = timing(messages, args.repeat)
+    text = json.dumps(results, indent=2, ensure_ascii=False)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(text + "\n", encoding="utf-8")
+    else:
+        print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

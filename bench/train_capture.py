@@ -1,0 +1,145 @@
+"""Train the learned capture scorer (``memstrata.capture.scorer``) with numpy.
+
+Logistic regression, one weight vector per durable category, over the
+scorer's word features and the rules' verdicts; full-batch Adam from zero
+weights with L2, a fixed number of steps and no shuffling, so the same corpus
+gives the same weights on every run. Features seen in fewer than
+``MIN_COUNT`` training messages are dropped (smaller file, less memorising).
+
+The corpus is every labelled message under ``tests/data/capture``, each with
+its language and its author: ``original`` (the top-level files, which the
+rules were written from), ``blind`` (``blind/``), ``template``
+(``generated/``, from ``bench/gen_capture_corpus.py``) and ``hand``
+(``negatives/``, hand-written hard negatives).
+
+Run::
+
+    .venv/bin/python bench/train_capture.py      # writes src/memstrata/capture/data/scorer.npz
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memstrata.capture.scan import scan
+from memstrata.capture.scorer import DURABLE, RULE_CATEGORIES, THRESHOLD, features
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "tests" / "data" / "capture"
+OUT = ROOT / "src" / "memstrata" / "capture" / "data" / "scorer.npz"
+LANGUAGES = ("en", "uz", "ru", "zh")
+FOLDERS = {
+    "original": CORPUS,
+    "blind": CORPUS / "blind",
+    "template": CORPUS / "generated",
+    "hand": CORPUS / "negatives",
+}
+MIN_COUNT = 2
+STEPS = 300
+RATE = 0.05
+L2 = 1e-4
+
+
+def load_corpus() -> list[dict[str, Any]]:
+    """Every labelled message, with ``lang``, ``author`` and the rules' ``hits``."""
+    messages = []
+    for author, folder in FOLDERS.items():
+        for lang in LANGUAGES:
+            path = folder / f"{lang}.jsonl"
+            for line in path.read_text(encoding="utf-8").splitlines():
+                if line.strip():
+                    message = json.loads(line)
+                    message.setdefault("author", author)
+                    message["hits"] = {e.category for e in scan(message["text"], learned=False)}
+                    messages.append(message)
+    return messages
+
+
+@dataclass
+class Trained:
+    names: list[str]
+    weights: np.ndarray
+    rules: np.ndarray
+    bias: np.ndarray
+    threshold: float = THRESHOLD
+
+
+def _design(messages: list[dict[str, Any]], names: list[str]) -> np.ndarray:
+    index = {name: i for i, name in enumerate(names)}
+    x = np.zeros((len(messages), len(names) + len(RULE_CATEGORIES)), dtype=np.float32)
+    for row, message in enumerate(messages):
+        for name in features(message["text"]):
+            if name in index:
+                x[row, index[name]] += 1.0
+        for k, category in enumerate(RULE_CATEGORIES):
+            if category in message["hits"]:
+                x[row, len(names) + k] = 1.0
+    return x
+
+
+def train(
+    messages: list[dict[str, Any]],
+    *,
+    rule_features: bool = True,
+    min_count: int = MIN_COUNT,
+    l2: float = L2,
+    steps: int = STEPS,
+    threshold: float = THRESHOLD,
+    positive_weight: float = 1.0,
+) -> Trained:
+    """Weights fitted on ``messages`` (deterministic)."""
+    counts = Counter(name for m in messages for name in set(features(m["text"])))
+    names = sorted(name for name, n in counts.items() if n >= min_count)
+    x = _design(messages, names)
+    if not rule_features:
+        x[:, len(names) :] = 0.0
+    y = np.array([[c in m["labels"] for c in DURABLE] for m in messages], dtype=np.float32)
+    w = np.zeros((x.shape[1], len(DURABLE)), dtype=np.float32)
+    b = np.zeros(len(DURABLE), dtype=np.float32)
+    state = [np.zeros_like(w), np.zeros_like(w), np.zeros_like(b), np.zeros_like(b)]
+    for step in range(1, steps + 1):
+        p = 1.0 / (1.0 + np.exp(-(x @ w + b)))
+        g = (p - y) * (1.0 + (positive_weight - 1.0) * y) / len(messages)
+        gw, gb = x.T @ g + l2 * w, g.sum(axis=0)
+        for k, (param, grad) in enumerate(((w, gw), (b, gb))):
+            m, v = state[2 * k], state[2 * k + 1]
+            m *= 0.9
+            m += 0.1 * grad
+            v *= 0.999
+            v += 0.001 * grad * grad
+            param -= RATE * (m / (1 - 0.9**step)) / (np.sqrt(v / (1 - 0.999**step)) + 1e-8)
+    return Trained(names, w[: len(names)], w[len(names) :], b, threshold)
+
+
+def save(model: Trained, path: Path = OUT) -> int:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    buffer = io.BytesIO()
+    np.savez_compressed(
+        buffer,
+        names=np.array(model.names),
+        weights=model.weights.astype(np.float16),
+        rules=model.rules.astype(np.float32),
+        bias=model.bias.astype(np.float32),
+        threshold=np.array(model.threshold),
+    )
+    path.write_bytes(buffer.getvalue())
+    return len(buffer.getvalue())
+
+
+def main() -> int:
+    messages = load_corpus()
+    size = save(train(messages))
+    print(f"{len(messages)} messages -> {OUT.relative_to(ROOT)} ({size / 1024:.0f} kB)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

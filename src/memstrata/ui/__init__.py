@@ -1,0 +1,140 @@
+"""``memstrata ui``: a local web inspector of one workspace (issue 20).
+
+Server-rendered pages (Starlette + Jinja2, served by uvicorn) with a little
+progressive enhancement (``static/ui.js``: keyboard navigation); every
+template and asset is package data, nothing is fetched from elsewhere.
+
+Pages: Overview (counts, a chart per day, compactions, ``doctor``'s health),
+Facts (filters, pagination, each fact's history, correct/forget/restore),
+Search (citations that open the file at its lines, a "why" panel from
+``index.why``), Sessions (transcripts with their parts, state, summaries,
+audit log, compaction points) and Layers (the files rendered as Markdown,
+backlinks, and ``build_context`` as a stacked bar of the budget).
+
+Invariants (each module states its own):
+
+* Served on 127.0.0.1 unless told otherwise; beyond loopback only with a
+  token (``security``). Every form is CSRF-protected; every path a person
+  names goes through the path guard.
+* The UI never writes a file itself: it calls ``Memory``'s journaled verbs,
+  and confirms a change only after the verb returned (durable).
+* A group's UI holds that group's ``Memory`` only.
+
+Needs ``memstrata[ui]`` (jinja2, starlette, uvicorn).
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+import webbrowser
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
+
+from ..errors import InvalidInput, MemstrataError
+
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
+
+    from ..memory import Memory
+
+__all__ = ["INSTALL_HINT", "create_app", "require", "serve", "warm"]
+
+INSTALL_HINT = "the web UI needs jinja2, starlette and uvicorn: pip install 'memstrata[ui]'"
+
+
+def require() -> None:
+    """``InvalidInput`` with the install hint when the UI's libraries are missing."""
+    try:
+        import jinja2  # noqa: F401
+        import starlette  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError:
+        raise InvalidInput(INSTALL_HINT) from None
+
+
+def create_app(memory: Memory, *, host: str = "127.0.0.1", token: str | None = None) -> Starlette:
+    """The inspector's ASGI app for ``memory`` (see ``ui.app``)."""
+    require()
+    from .app import create_app as build
+    from .security import Guard, check_bind
+
+    return build(memory, Guard(host, check_bind(host, token)))
+
+
+def serve(
+    memory: Memory | Callable[[], Memory],
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8766,
+    token: str | None = None,
+    open_browser: bool = True,
+    allowed: Iterable[str] = (),
+    announce: Callable[[str], None] | None = None,
+) -> None:
+    """Serve the inspector until interrupted (Ctrl-C / SIGTERM). Given an
+    opener instead of a ``Memory``, it answers at once and opens the workspace
+    on a thread (and closes it at the end)."""
+    require()
+    import uvicorn
+
+    from ..memory import Memory
+    from .app import create_app as build
+    from .security import Guard, check_bind
+
+    required = check_bind(host, token)
+    opened: list[Memory] = []
+    source = memory
+    if not isinstance(memory, Memory):
+        opener = memory
+
+        def opening() -> Memory:
+            opened.append(opener())
+            return opened[-1]
+
+        source = opening
+    app = build(source, Guard(host, required, allowed))
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="off")
+    server = uvicorn.Server(config)
+    shown = f"[{host}]" if ":" in host else host
+    if host in ("0.0.0.0", "::"):
+        shown = "127.0.0.1"
+    url = f"http://{shown}:{port}/" + (f"?token={required}" if required else "")
+    threading.Thread(target=_warm, args=(app,), name="memstrata-ui-warm", daemon=True).start()
+    (announce or _print)(f"memstrata ui: serving on {url}")
+    if open_browser:
+        threading.Timer(0.3, lambda: webbrowser.open(url)).start()
+    try:
+        server.run()
+    except OSError as exc:
+        raise InvalidInput(f"cannot serve on {host}:{port}: {exc.strerror or exc}") from None
+    finally:
+        for memory_opened in opened:
+            memory_opened.close()
+
+
+def warm(memory: Memory) -> None:
+    """What a first search and a first context would build, built now: the index
+    brought up to date and kept in RAM, one search, the facts' ranker of
+    ``build_context``."""
+    try:
+        memory.reindex(warm=True)
+        memory.search("warm up", k=1)  # the query path: its embedder, MEMORY.md's lines
+        memory.build_context("warm up", budget_tokens=100)
+    except MemstrataError as exc:
+        print(f"memstrata ui: could not warm the search index: {exc}", file=sys.stderr)
+
+
+def _warm(app: Starlette) -> None:
+    inspector = app.state.inspector
+    while inspector.memory is None and inspector.failed is None:
+        time.sleep(0.05)
+    if inspector.memory is not None:
+        warm(inspector.memory)
+        if inspector.memory.workspace.volume.local is not None:
+            inspector.views.health.latest()  # the first check, before anyone asks
+
+
+def _print(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
