@@ -25,7 +25,10 @@ Guarantees:
   with explicit ``languages`` it runs only on text of their script;
 * every pattern is compiled once: one alternation per category per language,
   one veto pattern per language. A bad pack raises ``InvalidInput`` naming
-  the file and the rule; the scanner itself never raises on any text.
+  the file and the rule; the scanner itself never raises on any text;
+* nothing is compiled at import: the built-in packs at the first ``scan``
+  (``default_rules``), and a compiled rule set is cached on disk between
+  processes (``rulecache``), so a short-lived process pays a file read.
 
 Pack schema (``rules/*.toml``)::
 
@@ -64,10 +67,11 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidInput
+from . import rulecache
 from .heads import DIGITS, Finder, Head, HeadSearch, analyse, find, finder, proven
 from .scorer import additions
 
-__all__ = ["CATEGORIES", "Entry", "RuleSet", "load_rules", "scan"]
+__all__ = ["CATEGORIES", "Entry", "RuleSet", "default_rules", "load_rules", "scan"]
 
 CATEGORIES = (
     "correction",
@@ -230,25 +234,48 @@ def load_rules(
 
     ``use_triggers=False`` ignores the rules' triggers (every category's pattern
     runs on every message): the same results, slower; for checking triggers.
+    The result comes from the on-disk rule cache when it holds these packs
+    (``rulecache``: keyed by the packs' text, the scanner's code and Python).
     """
-    raw_packs: dict[str, dict[str, Any]] = {}
+    texts: list[tuple[str, str]] = []
     folder = resources.files(__package__).joinpath("rules")
     for language in ("en", "uz", "ru", "zh"):
         resource = folder.joinpath(f"{language}.toml")
-        _read_pack(f"{language}.toml", resource.read_text(encoding="utf-8"), raw_packs)
+        texts.append((f"{language}.toml", resource.read_text(encoding="utf-8")))
     if extra_dir is not None:
         for path in sorted(Path(extra_dir).glob("*.toml")):
             try:
-                raw = path.read_text(encoding="utf-8")
+                texts.append((str(path), path.read_text(encoding="utf-8")))
             except (OSError, UnicodeDecodeError) as exc:
                 raise InvalidInput(f"capture rules {path}: cannot read: {exc}") from None
-            _read_pack(str(path), raw, raw_packs)
-    for name, raw in extra_packs:
-        _read_pack(name, raw, raw_packs)
-    return _compile(raw_packs, use_triggers)
+    texts += extra_packs
+
+    def build() -> RuleSet:
+        raw_packs: dict[str, dict[str, Any]] = {}
+        for name, raw in texts:
+            _read_pack(name, raw, raw_packs)
+        rules = _compile(raw_packs, use_triggers)
+        for codes in _DETECTED:  # the finders every scan of a detected text needs
+            if rules.fast and all(code in rules.packs for code in codes):
+                _finder(rules, codes)
+        return rules
+
+    sources = [f"use_triggers={use_triggers}", *itertools.chain.from_iterable(texts)]
+    return rulecache.cached(sources, build)
 
 
-_DEFAULT = load_rules()
+_DEFAULT: RuleSet | None = None  # the built-in packs, loaded at the first scan
+
+
+def default_rules() -> RuleSet:
+    """The built-in packs, compiled (or read from the rule cache) once per process."""
+    global _DEFAULT
+    if _DEFAULT is None:
+        _DEFAULT = load_rules()
+    return _DEFAULT
+
+
+_DETECTED = (("en", "uz"), ("ru",), ("zh",), ("ru", "zh"))  # what _detect can return
 _SLOTS = len(CATEGORIES) + 1  # per language: one slot per category, then the vetoes
 _VETO = len(CATEGORIES)
 _OFFSET = {category: offset for offset, category in enumerate(CATEGORIES)}
@@ -439,7 +466,7 @@ def scan(
 ) -> list[Entry]:
     """The entries ``text`` holds, at most one per category, in message order;
     ``learned=False``: the rules' alone, without the learned scorer."""
-    ruleset = rules or _DEFAULT
+    ruleset = rules or default_rules()
     codes = tuple(languages) if languages is not None else _detect(text)
     for code in codes:
         if code not in ruleset.packs:

@@ -19,18 +19,21 @@ import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
-from rich.console import Console
 
-from ..config import local_folder, resolve_root, settings_from_env, workspace_settings
 from ..errors import InvalidInput, MemstrataError
-from ..memory import Memory
-from ..model import Source
-from ..storage.workspace import Workspace
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from ..memory import Memory
+    from ..storage.workspace import Workspace
 
 __all__ = [
+    "GLOBAL_GROUP",
+    "GLOBAL_WORKSPACE",
     "Group",
     "console",
     "json_option",
@@ -45,7 +48,28 @@ __all__ = [
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
-console = Console(highlight=False)
+
+# The root group's own --workspace/--group (given before the command), by parameter name.
+GLOBAL_WORKSPACE = "global_workspace"
+GLOBAL_GROUP = "global_group"
+
+_console: Console | None = None
+
+
+def __getattr__(name: str) -> Any:
+    """``console``: the rich console, made on first use (rich is not cheap to import)."""
+    global _console
+    if name != "console":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if _console is None:
+        from rich.console import Console
+
+        _console = Console(highlight=False)
+    return _console
+
+
+if TYPE_CHECKING:
+    console: Console
 
 
 ENV_DEBUG = "MEMSTRATA_DEBUG"
@@ -123,13 +147,27 @@ def stdin_lines() -> Iterator[str]:
         yield _decoded(raw, f"line {number} of standard input").rstrip("\r\n")
 
 
+def _global(name: str) -> Callable[[click.Context, click.Parameter, Any], Any]:
+    """An option's callback: its value, else the root group's option ``name``
+    (the same option given before the command)."""
+
+    def fallback(ctx: click.Context, _param: click.Parameter, value: Any) -> Any:
+        if value is None:
+            return ctx.find_root().params.get(name)
+        return value
+
+    return fallback
+
+
 def workspace_options(func: F) -> F:
-    """``--workspace`` and ``--group``, accepted by every command."""
+    """``--workspace`` and ``--group``, accepted by every command, after it or
+    (as the root group's options) before it; the one after the command wins."""
     func = click.option(
         "--group",
         "-g",
         default=None,
         metavar="NAME",
+        callback=_global(GLOBAL_GROUP),
         help="Use the workspace of this group (ROOT/groups/NAME).",
     )(func)
     func = click.option(
@@ -137,6 +175,7 @@ def workspace_options(func: F) -> F:
         "-w",
         default=None,
         metavar="PATH",
+        callback=_global(GLOBAL_WORKSPACE),
         help="Workspace root. Default: $MEMSTRATA_HOME, else ~/.memstrata/workspace.",
     )(func)
     return func
@@ -148,6 +187,8 @@ def json_option(func: F) -> F:
 
 def source_option(help: str) -> Callable[[F], F]:
     """``--source``: who a text comes from (one of ``Source``)."""
+    from ..model import Source
+
     return click.option(
         "--source",
         type=click.Choice([member.value for member in Source]),
@@ -160,12 +201,17 @@ def source_option(help: str) -> Callable[[F], F]:
 def locate(workspace: str | None, group: str | None) -> Workspace:
     """The workspace folder of ``--workspace``/``--group`` (a command that
     needs a folder: a database URL is refused in one line)."""
+    from ..config import local_folder, resolve_root
+    from ..storage.workspace import Workspace
+
     found = resolve_root(workspace, os.environ)
     return Workspace.locate(local_folder(found) if isinstance(found, str) else found, group)
 
 
 def database_url(workspace: str | None) -> str | None:
     """The database URL ``--workspace`` (or ``$MEMSTRATA_DATABASE_URL``) names, if any."""
+    from ..config import resolve_root
+
     found = resolve_root(workspace, os.environ)
     return found if isinstance(found, str) else None
 
@@ -173,11 +219,16 @@ def database_url(workspace: str | None) -> str | None:
 def settings_of(ws: Workspace) -> dict[str, Any]:
     """The settings of ``ws``: its ``memstrata.toml``, the ``MEMSTRATA_*``
     environment variables over it (``config.ENV_SETTINGS``)."""
+    from ..config import workspace_settings
+
     return workspace_settings(ws.path, os.environ)
 
 
 @contextmanager
 def open_memory(workspace: str | None, group: str | None) -> Iterator[Memory]:
+    from ..config import settings_from_env
+    from ..memory import Memory
+
     url = database_url(workspace)
     if url is not None:  # settings from the environment only: no memstrata.toml there
         with Memory.open(url, group, create=False, **settings_from_env(os.environ)) as memory:

@@ -3,12 +3,19 @@ the layers from the command line (issue 7)."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
 import click
 from rich.table import Table
 from rich.text import Text
 
+from ..stores.transcripts import SessionInfo, file_stem
 from ..stores.working import SECTIONS
 from .base import console, json_option, open_memory, print_json, read_stdin, workspace_options
+
+if TYPE_CHECKING:
+    from ..memory import Memory
 
 __all__ = ["core_group", "notes_group", "semantic_group", "session_group", "working_group"]
 
@@ -25,12 +32,15 @@ def session_group() -> None:
 @workspace_options
 @json_option
 def session_list(workspace: str | None, group: str | None, as_json: bool) -> None:
-    """Every session with a transcript, the most recently active first."""
+    """Every session with a transcript, the most recently active first; then
+    the sessions that only `observe` has seen so far (0 turns)."""
     with open_memory(workspace, group) as memory:
         found = memory.sessions.list()
+        observed = _observed_only(memory, found)
     if as_json:
-        print_json([info.to_dict() for info in found])
+        print_json([info.to_dict() for info in found + observed])
         return
+    found += observed
     if not found:
         console.print("No sessions.")
         return
@@ -48,6 +58,22 @@ def session_list(workspace: str | None, group: str | None, as_json: bool) -> Non
             Text(info.path),
         )
     console.print(table)
+
+
+def _observed_only(memory: Memory, listed: list[SessionInfo]) -> list[SessionInfo]:
+    """Sessions with a SESSION-STATE.md (``observe -s``) but no transcript yet;
+    a session id that is not a plain file name shows as its file stem."""
+    stems = {file_stem(info.path) for info in listed}
+    out = []
+    for rel, stat in memory.workspace.volume.list("sessions/"):
+        parts = rel.split("/")
+        if len(parts) != 3 or parts[2] != "SESSION-STATE.md" or parts[1] in stems:
+            continue
+        at = datetime.fromtimestamp(stat.mtime_ns / 1e9, UTC)
+        out.append(SessionInfo(parts[1], rel, 0, 0, None, at, stat.size, 0))
+    return sorted(
+        out, key=lambda info: info.last_at or datetime.min.replace(tzinfo=UTC), reverse=True
+    )
 
 
 @session_group.command(name="show")
@@ -272,7 +298,13 @@ def notes_group() -> None:
 @workspace_options
 @click.argument("title")
 @click.argument("body", required=False, default="")
-@click.option("--folder", type=click.Choice(["inbox", "zettel", "maps"]), default="inbox")
+@click.option(
+    "--folder",
+    type=click.Choice(["inbox", "zettel", "maps"]),
+    default="inbox",
+    show_default=True,
+    help="The notebook folder to write the note in.",
+)
 @json_option
 def notes_new(
     workspace: str | None, group: str | None, title: str, body: str, folder: str, as_json: bool
@@ -288,7 +320,12 @@ def notes_new(
 
 @notes_group.command(name="list")
 @workspace_options
-@click.option("--folder", type=click.Choice(["inbox", "zettel", "maps"]), default=None)
+@click.option(
+    "--folder",
+    type=click.Choice(["inbox", "zettel", "maps"]),
+    default=None,
+    help="Only the notes of this folder (default: every folder).",
+)
 @json_option
 def notes_list(workspace: str | None, group: str | None, folder: str | None, as_json: bool) -> None:
     """The notes, by folder."""

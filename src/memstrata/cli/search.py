@@ -19,7 +19,9 @@ from rich.text import Text
 from ..memory.search import LAYERS
 from .base import console, json_option, open_memory, print_json, workspace_options
 
-__all__ = ["context", "reindex", "search"]
+__all__ = ["DEFAULT_BUDGET", "context", "reindex", "search"]
+
+DEFAULT_BUDGET = 2000  # tokens: room for the core files, a few facts and the last turns
 
 
 def _date(value: str | None, name: str) -> datetime | None:
@@ -35,14 +37,26 @@ def _date(value: str | None, name: str) -> datetime | None:
 @click.command()
 @workspace_options
 @click.argument("query")
-@click.option("--k", "-k", type=click.IntRange(min=1), default=10, show_default=True)
+@click.option(
+    "--k",
+    "-k",
+    type=click.IntRange(min=1),
+    default=10,
+    show_default=True,
+    help="How many hits to return at most.",
+)
 @click.option(
     "--layer", "layers", multiple=True, type=click.Choice(sorted(LAYERS)), help="Only this layer."
 )
 @click.option("--session", "-s", default=None, help="Only this session.")
 @click.option("--since", default=None, help="Only chunks from this time on (ISO 8601).")
 @click.option("--until", default=None, help="Only chunks up to this time (ISO 8601).")
-@click.option("--source", type=click.Choice(["user", "agent", "tool", "import"]), default=None)
+@click.option(
+    "--source",
+    type=click.Choice(["user", "agent", "tool", "import"]),
+    default=None,
+    help="Only chunks from this source (who wrote them).",
+)
 @click.option("--superseded", is_flag=True, help="Also superseded facts.")
 @json_option
 def search(
@@ -126,7 +140,13 @@ def reindex(workspace: str | None, group: str | None, full: bool, as_json: bool)
 @click.command()
 @workspace_options
 @click.argument("prompt")
-@click.option("--budget", type=click.IntRange(min=1), required=True, help="Token budget.")
+@click.option(
+    "--budget",
+    type=click.IntRange(min=1),
+    default=DEFAULT_BUDGET,
+    show_default=True,
+    help="Token budget of the whole context.",
+)
 @click.option("--session", "-s", default=None, help="Session whose state and turns to include.")
 @json_option
 def context(

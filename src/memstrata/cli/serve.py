@@ -5,7 +5,9 @@ the commands that run something long-lived or heavy."""
 from __future__ import annotations
 
 import json
+import logging
 import os
+import sys
 from pathlib import Path
 
 import click
@@ -14,7 +16,12 @@ from ..config import settings_from_env
 from .base import open_memory, workspace_options
 from .tokens import database_option, database_url
 
-__all__ = ["bench", "mcp", "serve_command"]
+__all__ = ["OneLineFormatter", "bench", "mcp", "plain_logs", "serve_command"]
+
+_JSON_OUT = click.Path(dir_okay=False, path_type=Path)
+_JSON_HELP = "Also write the report to this file."
+_EMBEDDERS = click.Choice(["minilm", "hash", "none"])
+_EMBEDDER_HELP = "The embedder: the local MiniLM, a hashing stand-in, or none (BM25 only)."
 
 
 @click.group(name="bench")
@@ -23,11 +30,25 @@ def bench() -> None:
 
 
 @bench.command(name="locomo")
-@click.option("--data", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True)
-@click.option("--json", "out", type=click.Path(dir_okay=False, path_type=Path), default=None)
-@click.option("--limit-questions", type=click.IntRange(min=1), default=None)
 @click.option(
-    "--embedder", type=click.Choice(["minilm", "hash", "none"]), default="minilm", show_default=True
+    "--data",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    required=True,
+    help="The LoCoMo data file (locomo10.json).",
+)
+@click.option("--json", "out", type=_JSON_OUT, default=None, help=_JSON_HELP)
+@click.option(
+    "--limit-questions",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Ask at most N questions per conversation.",
+)
+@click.option(
+    "--embedder",
+    type=_EMBEDDERS,
+    default="minilm",
+    show_default=True,
+    help=_EMBEDDER_HELP,
 )
 @click.option(
     "--cv",
@@ -59,11 +80,27 @@ def bench_locomo(
 
 
 @bench.command(name="search")
-@click.option("--items", type=click.IntRange(min=1), default=10_000, show_default=True)
-@click.option("--queries", type=click.IntRange(min=1), default=200, show_default=True)
-@click.option("--json", "out", type=click.Path(dir_okay=False, path_type=Path), default=None)
 @click.option(
-    "--embedder", type=click.Choice(["minilm", "hash", "none"]), default="minilm", show_default=True
+    "--items",
+    type=click.IntRange(min=1),
+    default=10_000,
+    show_default=True,
+    help="How many synthetic chunks to index.",
+)
+@click.option(
+    "--queries",
+    type=click.IntRange(min=1),
+    default=200,
+    show_default=True,
+    help="How many queries to time.",
+)
+@click.option("--json", "out", type=_JSON_OUT, default=None, help=_JSON_HELP)
+@click.option(
+    "--embedder",
+    type=_EMBEDDERS,
+    default="minilm",
+    show_default=True,
+    help=_EMBEDDER_HELP,
 )
 @click.option(
     "--keep",
@@ -106,6 +143,28 @@ def _emit(report: dict[str, object], out: Path | None) -> None:
     click.echo(text)
     if out is not None:
         out.write_text(text + "\n", encoding="utf-8")
+
+
+class OneLineFormatter(logging.Formatter):
+    """Each record on one line, however long (a traceback's line breaks escaped)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return super().format(record).replace("\r", "\\r").replace("\n", "\\n")
+
+
+def plain_logs(stream: object = None) -> bool:
+    """When stderr is not a terminal (a log file, a service manager's pipe),
+    log one plain line per record to it: the MCP SDK's rich handler would
+    wrap them at 80 columns and split session ids. A no-op on a terminal or
+    when logging is configured already; True when it configured it."""
+    target = sys.stderr if stream is None else stream
+    isatty = getattr(target, "isatty", None)
+    if logging.getLogger().handlers or (callable(isatty) and isatty()):
+        return False
+    handler = logging.StreamHandler(target)  # type: ignore[arg-type]
+    handler.setFormatter(OneLineFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=logging.INFO, handlers=[handler])
+    return True
 
 
 @click.command()
@@ -151,6 +210,15 @@ def _emit(report: dict[str, object], out: Path | None) -> None:
     show_default=True,
     help="With --group: the group that may name any other group.",
 )
+@click.option(
+    "--watch/--no-watch",
+    default=True,
+    show_default=True,
+    envvar="MEMSTRATA_WATCH",
+    show_envvar=True,
+    help="Take in hand edits of MEMORY.md and the other searchable files within a "
+    "second while serving (a polling thread; see docs/cli.md).",
+)
 def mcp(
     workspace: str | None,
     group: str | None,
@@ -160,6 +228,7 @@ def mcp(
     token: str | None,
     allowed_hosts: tuple[str, ...],
     main_group: str,
+    watch: bool,
 ) -> None:
     """Serve the memory tools over MCP (stdio; --http for streamable HTTP).
 
@@ -167,7 +236,10 @@ def mcp(
     memory to read, and no other group unless it is the main group."""
     from ..mcp_server import serve
 
+    plain_logs()
     with open_memory(workspace, group) as memory:
+        if watch:
+            memory.watch_files()
         serve(
             memory,
             http=http,

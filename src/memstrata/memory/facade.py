@@ -45,6 +45,7 @@ from .engine import Engine
 from .events import WriteHook
 from .facts import Facts
 from .layers import Core, Notes, Semantic, Working, migrate_at_open
+from .live import DEFAULT_INTERVAL, LiveFiles
 from .search import IndexOpener, Searcher
 from .sessions import Sessions
 from .transfer import Transfer, TransferReport
@@ -69,6 +70,7 @@ class Memory:
         self.semantic = Semantic(engine)
         self.notes = Notes(engine)
         self._transfer = Transfer(engine)
+        self._live: LiveFiles | None = None
         self.export_to = self._transfer.export_to
         # The verbs an agent calls every turn, and the facts' own reads and
         # writes, are the parts' methods themselves: one definition and one
@@ -175,6 +177,22 @@ class Memory:
     def close(self) -> None:
         """Checkpoint what is pending and release the files (idempotent)."""
         self.engine.close()
+
+    def watch_files(self, interval: float = DEFAULT_INTERVAL) -> LiveFiles | None:
+        """Take in hand edits of MEMORY.md and the other searchable files while
+        open, within ``interval`` seconds (a polling thread, stopped by
+        ``close``: see ``memory.live``). Opt-in: for a long-running process
+        (``memstrata mcp`` starts it); a short-lived one sees edits at open.
+        Idempotent; None (nothing started) on a read-only memory or a database."""
+        self.engine.check_open()
+        if self._live is not None:
+            return self._live
+        if self.engine.read_only or self.engine.workspace.volume.local is None:
+            return None
+        live = self._live = LiveFiles(self.engine, self._search.files_changed, interval)
+        self.engine.events.on_close(closing=live.stop)
+        live.start()
+        return live
 
     def import_from(
         self, source: str | os.PathLike[str], group: str | None = None, *, dry_run: bool = False

@@ -249,6 +249,14 @@ class Searcher:
 
     # -- write events --------------------------------------------------------------
 
+    def files_changed(self, paths: Iterable[str]) -> None:
+        """Files edited by someone else (``live.LiveFiles``): indexed at the next
+        search, as the files this process writes are."""
+        state = self._search_state
+        if state is not None:
+            with state.dirty_lock:
+                state.dirty.update(paths)
+
     def _mark_dirty(self, events: tuple[WriteEvent, ...]) -> None:
         state = self._search_state
         if state is not None:
