@@ -144,9 +144,9 @@ def last_record(
     to ``on_torn`` and cut off."""
     local = volume.local
     if local is not None:  # its end, a torn tail truncated in place
-        found = last_jsonl_record(local / clean_rel(rel), on_torn)
-        if found is not None:
-            return found  # else: the last lines are no objects; look further back
+        last = last_jsonl_record(local / clean_rel(rel), on_torn)
+        if last is not None:
+            return last  # else: the last lines are no objects; look further back
     size = TAIL_BYTES
     while True:
         found = volume.tail(rel, size)
