@@ -10,6 +10,9 @@ the recent conversation. The budget is shared out in that order:
 * **session state**: its newest entries, up to ``STATE_SHARE``;
 * **lessons**: the top lessons, up to ``LESSON_SHARE``;
 * **recent conversation**: the newest turns, up to ``RECENT_SHARE``;
+* **global memory** (the ``global`` group's MEMORY.md, for any other
+  group): whole or gated like long-term memory, up to ``GLOBAL_SHARE``,
+  in a section of its own labelled with its file;
 * **long-term memory** gets the rest: MEMORY.md's live facts whole when they
   fit, else the facts most relevant to the prompt (``gate``), best first,
   then the newest others while room is left, and a visible line saying how
@@ -42,6 +45,7 @@ from .tokens import TokenCounter
 __all__ = [
     "Context",
     "Section",
+    "Shared",
     "assemble",
     "render_facts",
     "strip_comments",
@@ -51,6 +55,8 @@ WORKING_SHARE = 0.25
 STATE_SHARE = 0.10
 LESSON_SHARE = 0.08
 RECENT_SHARE = 0.30
+GLOBAL_SHARE = 0.20
+GLOBAL_NAME = "Global memory"
 _COMMENT = re.compile(r"<!--.*?-->\s*", re.S)
 
 
@@ -92,6 +98,17 @@ class Context:
             "sections": [section.to_dict() for section in self.sections],
             "text": self.text,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class Shared:
+    """The ``global`` group's facts for ``assemble``: how many, every one as
+    (heading, line), and the most relevant to the prompt (best first)."""
+
+    source: str
+    facts: int
+    whole: Callable[[], Sequence[tuple[str, str]]]
+    gated: Callable[[int], Iterable[tuple[str, str]]]
 
 
 def strip_comments(text: str) -> str:
@@ -152,13 +169,15 @@ def assemble(
     gated: Callable[[int], Iterable[tuple[str, str]]],
     lessons: Sequence[str],
     recent: tuple[str, Sequence[str]] | None,
+    shared: Shared | None = None,
 ) -> Context:
     """The context from its parts (see the module): ``core`` (path, text) pairs;
     ``working`` (path, text); ``state`` (path, entry lines, oldest first);
     ``facts`` how many live facts there are and ``whole()`` every one as
     (heading, line), asked for only when they may fit; ``gated(limit)`` the facts
     most relevant to the prompt, best first; ``lessons`` lines, best first;
-    ``recent`` (path, conversation lines, oldest first)."""
+    ``recent`` (path, conversation lines, oldest first); ``shared`` the
+    ``global`` group's facts, as a section of their own after long-term memory."""
     sections: list[Section] = []
     left = budget
 
@@ -211,9 +230,19 @@ def assemble(
             recent_section = _section("Recent conversation", [recent[0]], "\n".join(kept), counter)
             left -= recent_section.tokens
 
+    shared_section = None
+    if shared is not None and shared.facts and _injected("long_term") and left > 0:
+        room = int(fixed_left * GLOBAL_SHARE)
+        shared_section = _long_term(
+            room, counter, shared.facts, shared.whole, shared.gated, GLOBAL_NAME, shared.source
+        )
+        if shared_section is not None:
+            left -= shared_section.tokens
     long_term = _long_term(max(left, 0), counter, facts, whole, gated)
     if long_term is not None:
         sections.append(long_term)
+    if shared_section is not None:
+        sections.append(shared_section)
     if lesson_section is not None:
         sections.append(lesson_section)
     if recent_section is not None:
@@ -228,17 +257,19 @@ def _long_term(
     facts: int,
     whole: Callable[[], Sequence[tuple[str, str]]],
     gated: Callable[[int], Iterable[tuple[str, str]]],
+    name: str = "Long-term memory",
+    source: str = "MEMORY.md",
 ) -> Section | None:
     if not facts or budget <= 0:
         return None
     if facts * 2 <= budget:  # a fact line is at least 2 tokens: else it cannot fit
-        section = _section("Long-term memory", ["MEMORY.md"], _grouped(whole()), counter)
+        section = _section(name, [source], _grouped(whole()), counter)
         if section.tokens <= budget:
             return section
     # Not whole: the facts most relevant to the prompt, and a line that says so.
     note_room = 24
     chosen: list[tuple[str, str]] = []
-    used = counter.count("## Long-term memory (MEMORY.md)\n") + note_room
+    used = counter.count(f"## {name} ({source})\n") + note_room
     for heading, line in gated(facts):
         if budget - used < 8:
             break  # full: no fact is that short
@@ -250,10 +281,10 @@ def _long_term(
     left_out = facts - len(chosen)
     body = _grouped(chosen) if chosen else ""
     body += (
-        f"\n({left_out} more fact(s) in MEMORY.md not shown: only those relevant to this "
+        f"\n({left_out} more fact(s) in {source} not shown: only those relevant to this "
         "message fit; search memory for the rest)"
     )
-    gated_section = _section("Long-term memory", ["MEMORY.md"], body, counter)
+    gated_section = _section(name, [source], body, counter)
     return Section(
         gated_section.name,
         gated_section.text,

@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TypeVar, cast
 
-from ..context.build import Context, assemble, render_facts
+from ..context.build import Context, Shared, assemble, render_facts
 from ..context.ranking import FactRanker
 from ..context.summarize import ExtractiveSummarizer, Summarizer, make_summarizer
 from ..context.tokens import EstimateCounter, TokenCounter
@@ -55,6 +55,8 @@ from ..stores.compaction import update_meta
 from ..stores.longterm import OP_PUT
 from ..stores.session_state import StateEntry, parse_state
 from .engine import Engine
+from .shared import SOURCE as GLOBAL_SOURCE
+from .shared import GlobalMemory
 
 __all__ = ["PromptBuilder", "SessionSummary"]
 
@@ -98,6 +100,7 @@ class PromptBuilder:
         self._gate: FactRanker | None = None
         self._summary_counts: dict[str, int] | None = None
         self._facts_cache: tuple[tuple[int, int, int], list[tuple[str, str]]] | None = None
+        self.global_memory = GlobalMemory(engine.workspace)
         engine.events.on_turn(self._after_turn)
 
     def build_context(
@@ -109,8 +112,9 @@ class PromptBuilder:
         counter: TokenCounter | None = None,
     ) -> Context:
         """Core, working memory, session state, long-term memory (whole or gated
-        by ``prompt``), lessons and the recent conversation of ``session``, in
-        that order, within ``budget_tokens``."""
+        by ``prompt``), the ``global`` group's memory (for any other group),
+        lessons and the recent conversation of ``session``, in that order,
+        within ``budget_tokens``."""
         if not isinstance(prompt, str):
             raise InvalidInput(f"prompt must be a string, not {type(prompt).__name__}")
         if isinstance(budget_tokens, bool) or not isinstance(budget_tokens, int):
@@ -169,7 +173,25 @@ class PromptBuilder:
             gated=gated,
             lessons=lessons,
             recent=recent,
+            shared=self._shared(prompt),
         )
+
+    def _shared(self, prompt: str) -> Shared | None:
+        """The ``global`` group's facts (``memory.shared``), labelled with their file."""
+        facts = self.global_memory.facts()
+        if not facts:
+            return None
+
+        def whole() -> builtins.list[tuple[str, str]]:
+            return [(fact.heading, f"- {fact.item.text}") for fact in facts]
+
+        def gated(limit: int) -> Iterator[tuple[str, str]]:
+            best = self.global_memory.top(prompt, min(limit, 60))
+            seen = {fact.item.id for fact in best}
+            for fact in best + [f for f in reversed(facts) if f.item.id not in seen]:
+                yield fact.heading, f"- {fact.item.text}"
+
+        return Shared(GLOBAL_SOURCE, len(facts), whole, gated)
 
     # -- RAM caches ------------------------------------------------------------------
 

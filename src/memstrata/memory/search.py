@@ -54,6 +54,7 @@ from ..model import Item, WriteEvent, decoded_text, now, valid_text
 from ..storage.layers import SEARCHABLE
 from ..storage.volume import Stat
 from .engine import Engine
+from .shared import GlobalMemory, interleaved
 
 if TYPE_CHECKING:
     import numpy as np
@@ -115,6 +116,7 @@ class Searcher:
         # (``index.protocol``) will do, e.g. a test's in-memory one.
         self._open_index = open_index or _open_sqlite
         self._search_state: _SearchState | None = None
+        self._global = GlobalMemory(engine.workspace)
         engine.events.subscribe(self._mark_dirty)
         engine.events.on_close(closed=self.close)
 
@@ -212,7 +214,8 @@ class Searcher:
 
     def gate(self, prompt: str, budget_tokens: int, *, k: int = 20) -> builtins.list[Hit]:
         """Retrieval-gated injection (seed 001): the memory chunks most relevant to
-        the tail of ``prompt`` (chat-log noise stripped), best first, within
+        the tail of ``prompt`` (chat-log noise stripped), the group's and the
+        ``global`` group's (layer ``global``) in turn, best first, within
         ``budget_tokens`` (len/4 per chunk)."""
         if not isinstance(prompt, str):
             raise InvalidInput(f"prompt must be a string, not {type(prompt).__name__}")
@@ -222,6 +225,7 @@ class Searcher:
         if not tail or budget_tokens <= 0:
             return []
         hits = self.search(tail, k=k, layers=("long_term", "semantic", "notebook", "lessons"))
+        hits = interleaved(hits, self._global.hits(tail, k))  # seed 001: group + global
         chosen, used = [], 0
         counter = EstimateCounter()
         for hit in hits:
