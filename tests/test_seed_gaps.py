@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from memstrata import Memory
+from memstrata.stores.compaction import MAX_COMPACTIONS
+from memstrata.stores.transcripts import read_meta
 
 
 def test_a_groups_context_and_gate_take_global_memory_labelled(tmp_path: Path) -> None:
@@ -34,3 +36,30 @@ def test_a_group_without_global_memory_has_no_global_section(tmp_path: Path) -> 
         context = team.build_context("standups", budget_tokens=2000)
         assert "Global memory" not in [s.name for s in context.sections]
         assert not (tmp_path / "groups" / "global").exists()
+
+
+def test_compaction_by_size_leaves_room_and_bounds_the_meta_line_and_notices(
+    tmp_path: Path,
+) -> None:
+    limit = 30_000
+    with Memory.open(
+        tmp_path, embedder="none", session_max_bytes=limit, session_summary_tokens=0
+    ) as memory:
+        turns = 400
+        for number in range(turns):
+            memory.record_turn("s1", user=f"turn {number} " + "word " * 200, assistant="ok")
+        transcript = tmp_path / "sessions" / "s1.jsonl"
+        assert transcript.stat().st_size <= limit
+        meta = read_meta(memory.engine.workspace, "s1")
+        entries = meta["compactions"]
+        assert len(entries) <= MAX_COMPACTIONS
+        done = sum(entry.get("merged", 1) for entry in entries)
+        assert done <= turns // 4  # not one compaction per turn: hysteresis
+        assert (
+            sum(entry["archived"] for entry in entries) + len(memory.sessions.turns("s1")) == turns
+        )
+        assert meta["compactions"][0]["seq_range"][0] == 1
+        assert len([n for n in memory.status().notices if "moved to" in n]) <= 1
+        assert [t.seq for t in memory.sessions.turns("s1", archived=True)] == list(
+            range(1, turns + 1)
+        )
