@@ -3,9 +3,13 @@ the main before its fix."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-from memstrata import Memory
+import pytest
+
+from memstrata import BackendUnavailable, InvalidInput, Memory
 from memstrata.stores.compaction import MAX_COMPACTIONS
 from memstrata.stores.transcripts import read_meta
 
@@ -63,3 +67,54 @@ def test_compaction_by_size_leaves_room_and_bounds_the_meta_line_and_notices(
         assert [t.seq for t in memory.sessions.turns("s1", archived=True)] == list(
             range(1, turns + 1)
         )
+
+
+class _Letters:
+    """An embedder of the caller's own: counts of a-z (not normalised)."""
+
+    name = "letters-26"
+    dim = 26
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        import numpy as np
+
+        self.calls += 1
+        out = np.zeros((len(texts), 26), dtype=np.float64)
+        for row, text in enumerate(texts):
+            for char in text.lower():
+                if "a" <= char <= "z":
+                    out[row, ord(char) - 97] += 1.0
+            out[row, 0] += 0.5
+        return out
+
+
+def test_an_embedder_object_is_used_for_search(tmp_path: Path) -> None:
+    mine = _Letters()
+    with Memory.open(tmp_path, embedder=mine) as memory:
+        memory.remember("The deploy key lives in the blue vault")
+        hits = memory.search("blue vault deploy key")
+        assert hits and "blue vault" in hits[0].text
+        assert mine.calls >= 2  # the fact and the query
+        assert memory.index_status()["embedder"] == "letters-26"
+
+
+def test_a_broken_embedder_object_is_a_memstrata_error(tmp_path: Path) -> None:
+    class Wrong(_Letters):
+        def embed(self, texts: Sequence[str]) -> Any:
+            raise RuntimeError("model server down")
+
+    class NoDim:
+        name = "x"
+
+        def embed(self, texts: Sequence[str]) -> Any:
+            return []
+
+    with pytest.raises(InvalidInput, match="dim"):
+        Memory.open(tmp_path, embedder=NoDim())  # type: ignore[arg-type]
+    with Memory.open(tmp_path, embedder=Wrong()) as memory:
+        memory.remember("A fact to embed")
+        with pytest.raises(BackendUnavailable, match="model server down"):
+            memory.search("fact")

@@ -432,8 +432,12 @@ class Searcher:
     # -- embeddings ----------------------------------------------------------------
 
     def _embedder(self, state: _SearchState) -> Embedder | None:
+        chosen = self.engine.settings.embedder
         if state.embedder is None and state.embedder_error is None:
-            if self.engine.settings.embedder == "none":
+            if not isinstance(chosen, str):  # the caller's object (embed.plugged_embedder)
+                state.embedder, state.embedder_name = chosen, chosen.name
+                return chosen
+            if chosen == "none":
                 state.embedder_error = state.embedder_name = "none (BM25 only, by setting)"
                 return None
             try:
@@ -441,7 +445,7 @@ class Searcher:
 
                 settings = self.engine.settings
                 state.embedder = load_embedder(
-                    settings.embedder,
+                    chosen,
                     model=settings.embed_model,
                     tokenizer=settings.embed_tokenizer,
                 )
