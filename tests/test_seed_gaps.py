@@ -118,3 +118,42 @@ def test_a_broken_embedder_object_is_a_memstrata_error(tmp_path: Path) -> None:
         memory.remember("A fact to embed")
         with pytest.raises(BackendUnavailable, match="model server down"):
             memory.search("fact")
+
+
+def test_pending_checks_and_temporary_context_are_writable_and_injected(tmp_path: Path) -> None:
+    with Memory.open(tmp_path, embedder="none") as memory:
+        memory.working.add("pending checks", "Verify the backup restored cleanly")
+        memory.working.add("temporary_context", "The user is on a train until 18:00")
+        assert memory.working.read().items("Pending checks") == (
+            "Verify the backup restored cleanly",
+        )
+        text = memory.build_context("hi", budget_tokens=2000).text
+        assert "Verify the backup restored cleanly" in text
+        assert "on a train" in text
+
+
+def test_a_full_working_memory_drops_temporary_context_before_open_threads(
+    tmp_path: Path,
+) -> None:
+    with Memory.open(tmp_path, embedder="none", working_max_chars=600) as memory:
+        memory.working.add("open_threads", "Ask Bob about the invoice")
+        memory.working.add("pending_checks", "Check the nightly build")
+        dropped = []
+        for number in range(30):
+            dropped += memory.working.add("temporary context", f"context note number {number}")
+        assert dropped and all(d.section == "Temporary context" for d in dropped)
+        kept = memory.working.read()
+        assert kept.items("open_threads") == ("Ask Bob about the invoice",)
+        assert kept.items("pending_checks") == ("Check the nightly build",)
+
+
+def test_every_file_in_core_is_injected(tmp_path: Path) -> None:
+    with Memory.open(tmp_path, embedder="none") as memory:
+        memory.core.write("agent", "You are a careful assistant.")
+        (tmp_path / "core" / "STYLE.md").write_text("Answer in short sentences.\n")
+        (tmp_path / "core" / "notes.txt").write_text("not markdown\n")
+        context = memory.build_context("hi", budget_tokens=2000)
+        [core] = [section for section in context.sections if section.name == "Core"]
+        assert core.sources[0] == "core/AGENT.md" and "core/STYLE.md" in core.sources
+        assert "Answer in short sentences." in core.text
+        assert "not markdown" not in core.text

@@ -111,10 +111,10 @@ class PromptBuilder:
         budget_tokens: int,
         counter: TokenCounter | None = None,
     ) -> Context:
-        """Core, working memory, session state, long-term memory (whole or gated
-        by ``prompt``), the ``global`` group's memory (for any other group),
-        lessons and the recent conversation of ``session``, in that order,
-        within ``budget_tokens``."""
+        """Core (every file of core/), working memory, session state, long-term
+        memory (whole or gated by ``prompt``), the ``global`` group's memory
+        (for any other group), lessons and the recent conversation of
+        ``session``, in that order, within ``budget_tokens``."""
         if not isinstance(prompt, str):
             raise InvalidInput(f"prompt must be a string, not {type(prompt).__name__}")
         if isinstance(budget_tokens, bool) or not isinstance(budget_tokens, int):
@@ -125,10 +125,10 @@ class PromptBuilder:
         self.engine.check_open()
         counting = counter or EstimateCounter()
         core = []
-        for file in core_layer.FILES.values():
-            text = self._cached_text(f"core/{file}")
+        for rel in self._core_files():
+            text = self._cached_text(rel)
             if text:
-                core.append((f"core/{file}", text))
+                core.append((rel, text))
         working_text = self._cached_text(_WORKING)
         state_rel = self.engine.workspace.session_state_rel(name)
         state_lines = [
@@ -192,6 +192,19 @@ class PromptBuilder:
                 yield fact.heading, f"- {fact.item.text}"
 
         return Shared(GLOBAL_SOURCE, len(facts), whole, gated)
+
+    def _core_files(self) -> builtins.list[str]:
+        """Every ``.md`` file of ``core/`` (q15 injects all of core): AGENT.md,
+        USER.md and SOUL.md first, then the others by name."""
+        named = [f"core/{file}" for file in core_layer.FILES.values()]
+        with storage_errors("list core/"):
+            found = self.engine.workspace.volume.list("core/")
+        others = sorted(
+            rel
+            for rel, _ in found
+            if rel.lower().endswith(".md") and rel not in named and rel.count("/") == 1
+        )
+        return [*named, *others]
 
     # -- RAM caches ------------------------------------------------------------------
 
