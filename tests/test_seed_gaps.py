@@ -157,3 +157,83 @@ def test_every_file_in_core_is_injected(tmp_path: Path) -> None:
         assert core.sources[0] == "core/AGENT.md" and "core/STYLE.md" in core.sources
         assert "Answer in short sentences." in core.text
         assert "not markdown" not in core.text
+
+
+def test_tool_calls_and_results_count_toward_the_automatic_summary(tmp_path: Path) -> None:
+    with Memory.open(tmp_path, embedder="none", session_summary_tokens=3000) as memory:
+        for number in range(4):
+            memory.record_turn(
+                "tools",
+                user=f"fetch page {number}",
+                assistant="done",
+                tool_calls=[{"name": "fetch", "arguments": {"url": f"https://x.test/{number}"}}],
+                tool_results=[{"content": "<html>" + "row " * 1000 + "</html>"}],
+            )
+        assert (tmp_path / "summaries" / "tools.md").exists()
+
+
+class _Headline:
+    name = "headline"
+
+    def __init__(self, fail: bool = False) -> None:
+        self.fail = fail
+
+    def summarize(self, turns: Sequence[Any]) -> str:
+        if self.fail:
+            raise RuntimeError("model timed out")
+        return f"The team chose Redis ({len(turns)} turns)."
+
+
+def test_a_summarizer_object_in_code_writes_the_automatic_summary(tmp_path: Path) -> None:
+    with Memory.open(
+        tmp_path, embedder="none", session_summary_tokens=50, summarizer=_Headline()
+    ) as memory:
+        memory.record_turn("s", user="Let's go with Redis for caching. " * 10, assistant="ok")
+        summary = (tmp_path / "summaries" / "s.md").read_text()
+        assert "The team chose Redis (1 turns)." in summary and "headline" in summary
+        memory.flush()
+        assert "The team chose Redis (1 turns)." in (tmp_path / "MEMORY.md").read_text()
+
+
+def test_a_failing_summarizer_object_falls_back_to_the_extractive_summary(
+    tmp_path: Path,
+) -> None:
+    with Memory.open(
+        tmp_path, embedder="none", session_summary_tokens=50, summarizer=_Headline(fail=True)
+    ) as memory:
+        memory.record_turn("s", user="Let's go with Redis for caching. " * 10, assistant="ok")
+        summary = (tmp_path / "summaries" / "s.md").read_text()
+        assert "extractive" in summary
+        assert any("model timed out" in notice for notice in memory.status().notices)
+    with Memory.open(
+        tmp_path / "b", embedder="none", session_summary_tokens=0, summarizer=_Headline(fail=True)
+    ) as memory:
+        memory.record_turn("s", user="more", assistant="ok")
+        with pytest.raises(BackendUnavailable, match="model timed out"):
+            memory.compact_session("s")  # asked for: the error, not a raw exception
+
+
+@pytest.mark.parametrize(
+    "summary",
+    [
+        "- Use Redis for caching\n- Deploy on Fridays",
+        "* Use Redis for caching\n* Deploy on Fridays",
+        "1. Use Redis for caching\n2) Deploy on Fridays",
+        "## Decisions\n\nUse Redis for caching. Deploy on Fridays.",
+    ],
+)
+def test_compact_takes_every_summary_form_into_memory_md(tmp_path: Path, summary: str) -> None:
+    class Fixed:
+        name = "fixed"
+
+        def summarize(self, turns: Sequence[Any]) -> str:
+            return summary
+
+    with Memory.open(tmp_path, embedder="none", session_summary_tokens=0) as memory:
+        memory.record_turn("s", user="what did we decide?", assistant="Redis, Fridays")
+        done = memory.compact_session("s", summarizer=Fixed())
+        texts = [memory.get(item_id).text for item_id in done.items]
+        assert texts == ["Use Redis for caching", "Deploy on Fridays"] or texts == [
+            "Use Redis for caching.",
+            "Deploy on Fridays.",
+        ]

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from .errors import InvalidInput
-from .model import Embedder
+from .model import Embedder, SummarizerLike
 
 __all__ = [
     "CONFIG_FILE",
@@ -71,8 +71,9 @@ class Settings:
     session_summary_tokens: int = 8000
     forgotten_retention_days: float = 30.0
     # The automatic session summaries: "extractive" (no model), "openai" or
-    # "anthropic" (with summary_model; the SDK's own variables give the key).
-    summarizer: str = "extractive"
+    # "anthropic" (with summary_model; the SDK's own variables give the key);
+    # from Python also an object with name and summarize(turns).
+    summarizer: str | SummarizerLike = "extractive"
     summary_model: str | None = None
     # Another ONNX model (and its tokenizer.json) for embedder "minilm".
     embed_model: str | None = None
@@ -90,7 +91,14 @@ class Settings:
                 )
             if spec.name == "embedder" and not isinstance(value, str):
                 continue  # Memory.open checks it further (embed.plugged_embedder)
-            if spec.type in ("str", str, "str | None", "str | Embedder"):
+            if spec.name == "summarizer" and not isinstance(value, (str, SummarizerLike)):
+                raise InvalidInput(
+                    f"setting summarizer must be a name or an object with name and "
+                    f"summarize(turns), not {value!r}"
+                )
+            if spec.name == "summarizer" and not isinstance(value, str):
+                continue
+            if spec.type in ("str", str, "str | None", "str | Embedder", "str | SummarizerLike"):
                 if not isinstance(value, str) or not value.strip():
                     raise InvalidInput(f"setting {spec.name} must be a non-empty string")
                 continue
@@ -134,7 +142,7 @@ class SettingsFields(TypedDict, total=False):
     embedder: str | Embedder
     session_summary_tokens: int
     forgotten_retention_days: float
-    summarizer: str
+    summarizer: str | SummarizerLike
     summary_model: str | None
     embed_model: str | None
     embed_tokenizer: str | None

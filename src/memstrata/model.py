@@ -52,6 +52,7 @@ __all__ = [
     "Item",
     "Source",
     "Status",
+    "SummarizerLike",
     "category_title",
     "check_document",
     "clean_session",
@@ -411,3 +412,14 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
         """Float32 ``(len(texts), dim)``, rows L2-normalised, in input order."""
         ...
+
+
+@runtime_checkable
+class SummarizerLike(Protocol):
+    """Turns a session's turns into a Markdown summary (``context.summarize``'s
+    ``Summarizer``; a value type here so that settings can hold one:
+    ``Memory.open(..., summarizer=MySummarizer())``)."""
+
+    name: str
+
+    def summarize(self, turns: Sequence[Any]) -> str: ...

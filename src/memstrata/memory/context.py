@@ -4,13 +4,16 @@ memory sections of a system prompt within a token budget, on top of search
 
 ``compact_session`` summarizes a session's turns (the extractive summarizer
 unless one is given), appends the summary to ``summaries/<session>.md``, puts
-its bullets into MEMORY.md under ``## Session Compaction <time>`` and marks
+its items (list items of any kind, else its sentences: ``summary_items``)
+into MEMORY.md under ``## Session Compaction <time>`` and marks
 the session so that the next run starts fresh (seed 001's
 ``nextRunNoContinue``): ``build_context`` then shows no turn from before the
 summary. The raw transcript is left untouched. A session whose turns since
-the last summary pass ``session_summary_tokens`` is summarized automatically
+the last summary pass ``session_summary_tokens`` (len // 4 of their transcript
+lines, tool calls and results included) is summarized automatically
 after the turn that passed it (qracer), with the extractive summarizer unless
-the setting ``summarizer`` names a model. That turn is durable by then, so the
+the setting ``summarizer`` names a model or is a summarizer object (any
+``name`` and ``summarize(turns)``). That turn is durable by then, so the
 automatic summary never raises: a model that cannot be set up or fails is
 replaced by the extractive summarizer, and every failure is a notice
 (``status().notices`` and a log warning), never an exception that would make
@@ -27,6 +30,7 @@ from __future__ import annotations
 
 import builtins
 import logging
+import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TypeVar, cast
@@ -35,7 +39,7 @@ from ..context.build import Context, Shared, assemble, render_facts
 from ..context.ranking import FactRanker
 from ..context.summarize import ExtractiveSummarizer, Summarizer, make_summarizer
 from ..context.tokens import EstimateCounter, TokenCounter
-from ..errors import InvalidInput, MemstrataError, NotFound
+from ..errors import BackendUnavailable, InvalidInput, MemstrataError, NotFound
 from ..model import (
     Item,
     Source,
@@ -314,15 +318,11 @@ class PromptBuilder:
         if not turns:
             raise InvalidInput(f"session {name!r} has no turn since its last summary")
         chosen = summarizer or self._summarizer()
-        summary = valid_text(chosen.summarize(turns))  # a model may take seconds: no lock
+        summary = valid_text(_summarized(chosen, turns))  # a model may take seconds: no lock
         at = now()
         stamp = at.strftime("%Y-%m-%d %H:%M")
         first, last = turns[0].seq, turns[-1].seq
-        bullets = [
-            line[2:].strip()
-            for line in summary.splitlines()
-            if line.startswith("- ") and line[2:].strip() and line[2:].strip() != "none"
-        ]
+        bullets = summary_items(summary)
         events: builtins.list[WriteEvent] = []
         with self.engine.transaction("write the session summary"):
             where = f"summaries/{session_stem(name)}.md"
@@ -405,8 +405,11 @@ class PromptBuilder:
         self.compact_session(turn.session, summarizer=_Fallback(self._summarizer, fell_back))
 
     def _summarizer(self) -> Summarizer:
-        """The summarizer the settings name (raises if it cannot be set up)."""
-        return make_summarizer(self.engine.settings.summarizer, self.engine.settings.summary_model)
+        """The summarizer the settings name or hold (raises if it cannot be set up)."""
+        chosen = self.engine.settings.summarizer
+        if not isinstance(chosen, str):  # the caller's object
+            return cast(Summarizer, chosen)
+        return make_summarizer(chosen, self.engine.settings.summary_model)
 
 
 class _Fallback:
@@ -428,7 +431,7 @@ class _Fallback:
         if isinstance(chosen, ExtractiveSummarizer):
             return chosen.summarize(turns)
         try:
-            text = chosen.summarize(turns)
+            text = valid_text(_summarized(chosen, turns))
         except MemstrataError as exc:  # the model is down, or said nothing
             return self._extractive(turns, exc)
         self.name = chosen.name
@@ -439,5 +442,34 @@ class _Fallback:
         return ExtractiveSummarizer().summarize(turns)
 
 
+_LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+(?P<text>.+)$")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[^\s])")
+
+
+def summary_items(summary: str) -> builtins.list[str]:
+    """The MEMORY.md items of a summary in any form (seed 001's /compact keeps
+    what the model wrote): its list items (``-``, ``*``, ``+``, ``1.``, ``1)``),
+    or, when it has none, each sentence of its prose; headings and "none" never."""
+    lines = [line for line in summary.splitlines() if line.strip()]
+    listed = [m.group("text").strip() for line in lines if (m := _LIST_ITEM.match(line))]
+    if not listed:
+        prose = " ".join(line.strip() for line in lines if not line.lstrip().startswith("#"))
+        listed = [part.strip() for part in _SENTENCE_END.split(prose)]
+    return [item for item in listed if item and item.casefold().strip(".") != "none"]
+
+
+def _summarized(chosen: Summarizer, turns: Sequence[history.Turn]) -> str:
+    """``chosen.summarize(turns)``; a failure of a caller's object (any
+    exception) is ``BackendUnavailable``."""
+    try:
+        return chosen.summarize(turns)
+    except MemstrataError:
+        raise
+    except Exception as exc:  # a caller's summarizer or an SDK: never a raw error
+        raise BackendUnavailable(f"summarizer {chosen.name!r} failed: {exc!r}") from exc
+
+
 def _tokens(turn: history.Turn) -> int:
-    return (len(turn.text_of("user")) + len(turn.text_of("assistant")) + 3) // 4
+    """qracer's rule: len // 4 of the turn's transcript line, so tool calls and
+    their results count as much as what was said."""
+    return (len(history.jsonl_lines([turn.to_dict()])) + 3) // 4
