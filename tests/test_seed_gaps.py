@@ -237,3 +237,17 @@ def test_compact_takes_every_summary_form_into_memory_md(tmp_path: Path, summary
             "Use Redis for caching.",
             "Deploy on Fridays.",
         ]
+
+
+def test_the_prompt_tail_drops_speaker_names_and_nanoclaw_message_tags() -> None:
+    from memstrata.memory.search import prompt_tail
+
+    log = (
+        '<messages>\n<message sender="Alice" time="2026-01-15T10:00:00Z">hi all</message>\n'
+        '<message sender="Bob" time="2026-01-15T10:01:00Z">which port does staging use?'
+        "</message>\n</messages>\n"
+        "[10:02] Alice Smith: and the wifi password?\n"
+    )
+    tail = prompt_tail(log)
+    assert tail == "hi all which port does staging use? and the wifi password?"
+    assert "sender" not in tail and "Alice" not in tail

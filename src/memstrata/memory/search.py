@@ -545,6 +545,8 @@ def _shift(chunk: Chunk, offset: int) -> Chunk:
 
 _CLOCK = re.compile(r"^\[?\d{1,2}:\d{2}(?::\d{2})?\]?\s*")
 _WORD = re.compile(r"\w")
+_TAG = re.compile(r"</?messages?\b[^>]*>", re.I)  # NanoClaw's chat log
+_SPEAKER = re.compile(r"^(?:\*\*)?[A-Z][\w.'-]{0,30}(?: [A-Z][\w.'-]{0,30}){0,2}(?:\*\*)?:\s+")
 _NOISE = (
     "user:", "assistant:", "agent:", "system:", "**user:**", "**agent:**", "human:", "ai:",
 )  # fmt: skip
@@ -552,10 +554,12 @@ _NOISE = (
 
 def prompt_tail(prompt: str, chars: int = 600) -> str:
     """The last ``chars`` characters of a prompt with chat-log noise removed:
-    speaker labels, timestamps in brackets, and lines of markup only."""
+    speaker labels (``user:``, a name such as ``Alice:``), timestamps in
+    brackets, NanoClaw's ``<message sender=… time=…>`` tags (their text is
+    kept), and lines of markup only."""
     lines = []
-    for line in prompt.splitlines():
-        text = _CLOCK.sub("", line.strip())
+    for line in _TAG.sub("\n", prompt).splitlines():
+        text = _SPEAKER.sub("", _CLOCK.sub("", line.strip()))
         lowered = text.lower()
         for label in _NOISE:
             if lowered.startswith(label):
