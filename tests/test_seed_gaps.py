@@ -251,3 +251,14 @@ def test_the_prompt_tail_drops_speaker_names_and_nanoclaw_message_tags() -> None
     tail = prompt_tail(log)
     assert tail == "hi all which port does staging use? and the wifi password?"
     assert "sender" not in tail and "Alice" not in tail
+
+
+def test_lowercase_memory_md_names_memory_md(tmp_path: Path) -> None:
+    from memstrata.storage.access import resolve, resolve_rel
+
+    with Memory.open(tmp_path, embedder="none") as memory:
+        memory.remember("Kites fly best in April")
+        memory.flush()
+        rel = resolve_rel(memory.workspace.volume, "memory.md", write=False)
+        assert rel == "MEMORY.md"
+        assert resolve(tmp_path, "memory.md", write=False).name == "MEMORY.md"
