@@ -262,3 +262,37 @@ def test_lowercase_memory_md_names_memory_md(tmp_path: Path) -> None:
         rel = resolve_rel(memory.workspace.volume, "memory.md", write=False)
         assert rel == "MEMORY.md"
         assert resolve(tmp_path, "memory.md", write=False).name == "MEMORY.md"
+
+
+def test_an_old_transcript_keeps_openai_tool_calls_as_parts(tmp_path: Path) -> None:
+    import json
+
+    Memory.open(tmp_path, embedder="none").close()
+    call = {
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": "get_weather", "arguments": '{"city": "Riga"}'},
+    }
+    lines = [
+        {"role": "user", "content": "Weather in Riga?"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "call_1", "name": "get_weather", "content": "4 C"},
+        {"role": "assistant", "content": "It is 4 C in Riga."},
+    ]
+    (tmp_path / "sessions" / "old.jsonl").write_text(
+        "".join(json.dumps(line) + "\n" for line in lines)
+    )
+    with Memory.open(tmp_path, embedder="none") as memory:
+        [turn] = memory.sessions.turns("old")
+        parts = [part for message in turn.messages for part in message["parts"]]
+        calls = [part for part in parts if part["type"] == "tool_call"]
+        assert calls == [
+            {
+                "type": "tool_call",
+                "id": "call_1",
+                "name": "get_weather",
+                "arguments": {"city": "Riga"},
+            }
+        ]
+        assert not any(part["type"] == "text" and not part["text"] for part in parts)
+        assert [p["content"] for p in parts if p["type"] == "tool_result"] == ["4 C"]
