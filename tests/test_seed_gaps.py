@@ -296,3 +296,15 @@ def test_an_old_transcript_keeps_openai_tool_calls_as_parts(tmp_path: Path) -> N
         ]
         assert not any(part["type"] == "text" and not part["text"] for part in parts)
         assert [p["content"] for p in parts if p["type"] == "tool_result"] == ["4 C"]
+
+
+def test_transcript_search_over_a_list_of_sessions(tmp_path: Path) -> None:
+    with Memory.open(tmp_path, embedder="none", session_summary_tokens=0) as memory:
+        memory.record_turn("chat-a", user="kite kite festival in April", assistant="ok")
+        memory.record_turn("chat-b", user="the kite shop closes early today", assistant="ok")
+        memory.record_turn("chat-c", user="kite kite kite strings", assistant="ok")
+        hits = memory.search("kite", sessions=["chat-a", "chat-b"])
+        found = {hit.session for hit in hits}
+        assert "chat-a" in found and found <= {"chat-a", "chat-b"}  # never chat-c
+        with pytest.raises(InvalidInput, match="list"):
+            memory.search("kite", sessions="chat-a")

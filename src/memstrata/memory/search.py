@@ -134,11 +134,14 @@ class Searcher:
         source: str | None = None,
         include_superseded: bool = False,
         weights: Weights | None = None,
+        sessions: Iterable[str] | None = None,
     ) -> builtins.list[Hit]:
         """The ``k`` best chunks for ``query`` (BM25 and vectors fused), each with
         its path, line range, snippet, score, layer and times. ``layers``
         defaults to every layer but those in every prompt (core, working,
-        session_state). ``k`` above ``MAX_K`` is taken as ``MAX_K``."""
+        session_state). ``k`` above ``MAX_K`` is taken as ``MAX_K``.
+        ``session`` keeps one session's chunks, ``sessions`` those of any of a
+        list of sessions (NanoClaw searches a list of chats)."""
         if not isinstance(query, str) or not query.strip():
             raise InvalidInput("the query must be a non-empty string")
         if len(query) > MAX_QUERY_CHARS:
@@ -153,7 +156,10 @@ class Searcher:
         if wanted is not None and wanted - LAYERS:
             unknown = ", ".join(sorted(wanted - LAYERS))
             raise InvalidInput(f"unknown layer {unknown}; known: {', '.join(sorted(LAYERS))}")
-        filters = Filters(wanted, session, since, until, source, None, include_superseded)
+        chosen = _session_list(sessions)
+        filters = Filters(
+            wanted, session, since, until, source, None, include_superseded, sessions=chosen
+        )
         self.engine.check_open()
         state = self._searcher()
         with state.lock:
@@ -550,6 +556,21 @@ _SPEAKER = re.compile(r"^(?:\*\*)?[A-Z][\w.'-]{0,30}(?: [A-Z][\w.'-]{0,30}){0,2}
 _NOISE = (
     "user:", "assistant:", "agent:", "system:", "**user:**", "**agent:**", "human:", "ai:",
 )  # fmt: skip
+
+
+def _session_list(sessions: Iterable[str] | None) -> frozenset[str] | None:
+    """``sessions`` checked (a list of session names; one string is refused)."""
+    if sessions is None:
+        return None
+    if isinstance(sessions, str):
+        raise InvalidInput("sessions must be a list of session names, not one string")
+    try:
+        names = list(sessions)
+    except TypeError:
+        raise InvalidInput("sessions must be a list of session names") from None
+    if not all(isinstance(name, str) and name.strip() for name in names):
+        raise InvalidInput("every session name in sessions must be a non-empty string")
+    return frozenset(name.strip() for name in names)
 
 
 def prompt_tail(prompt: str, chars: int = 600) -> str:
