@@ -308,3 +308,24 @@ def test_transcript_search_over_a_list_of_sessions(tmp_path: Path) -> None:
         assert "chat-a" in found and found <= {"chat-a", "chat-b"}  # never chat-c
         with pytest.raises(InvalidInput, match="list"):
             memory.search("kite", sessions="chat-a")
+
+
+@pytest.mark.parametrize(
+    ("text", "category"),
+    [
+        ("Use PostgreSQL for this.", "decision"),
+        ("go with PostgreSQL", "decision"),
+        ("Use tabs, not spaces", "decision"),
+        ("I want a weekly report", "preference"),
+        ("Use Google to find the answer", None),
+        ("use the search tool", None),
+        ("I want a sandwich", None),
+    ],
+)
+def test_bare_imperatives_of_qanots_decision_family_are_captured(
+    text: str, category: str | None
+) -> None:
+    from memstrata.capture.scan import scan
+
+    found = {entry.category for entry in scan(text)}
+    assert found == ({category} if category else set())
