@@ -34,7 +34,6 @@ import builtins
 import contextlib
 import hashlib
 import logging
-import re
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -54,6 +53,7 @@ from ..model import Item, WriteEvent, decoded_text, now, valid_text
 from ..storage.layers import SEARCHABLE
 from ..storage.volume import Stat
 from .engine import Engine
+from .queries import prompt_tail, session_list
 from .shared import GlobalMemory, interleaved
 
 if TYPE_CHECKING:
@@ -156,7 +156,7 @@ class Searcher:
         if wanted is not None and wanted - LAYERS:
             unknown = ", ".join(sorted(wanted - LAYERS))
             raise InvalidInput(f"unknown layer {unknown}; known: {', '.join(sorted(LAYERS))}")
-        chosen = _session_list(sessions)
+        chosen = session_list(sessions)
         filters = Filters(
             wanted, session, since, until, source, None, include_superseded, sessions=chosen
         )
@@ -547,49 +547,6 @@ class _SearchState:
 
 def _shift(chunk: Chunk, offset: int) -> Chunk:
     return replace(chunk, line_start=chunk.line_start + offset, line_end=chunk.line_end + offset)
-
-
-_CLOCK = re.compile(r"^\[?\d{1,2}:\d{2}(?::\d{2})?\]?\s*")
-_WORD = re.compile(r"\w")
-_TAG = re.compile(r"</?messages?\b[^>]*>", re.I)  # NanoClaw's chat log
-_SPEAKER = re.compile(r"^(?:\*\*)?[A-Z][\w.'-]{0,30}(?: [A-Z][\w.'-]{0,30}){0,2}(?:\*\*)?:\s+")
-_NOISE = (
-    "user:", "assistant:", "agent:", "system:", "**user:**", "**agent:**", "human:", "ai:",
-)  # fmt: skip
-
-
-def _session_list(sessions: Iterable[str] | None) -> frozenset[str] | None:
-    """``sessions`` checked (a list of session names; one string is refused)."""
-    if sessions is None:
-        return None
-    if isinstance(sessions, str):
-        raise InvalidInput("sessions must be a list of session names, not one string")
-    try:
-        names = list(sessions)
-    except TypeError:
-        raise InvalidInput("sessions must be a list of session names") from None
-    if not all(isinstance(name, str) and name.strip() for name in names):
-        raise InvalidInput("every session name in sessions must be a non-empty string")
-    return frozenset(name.strip() for name in names)
-
-
-def prompt_tail(prompt: str, chars: int = 600) -> str:
-    """The last ``chars`` characters of a prompt with chat-log noise removed:
-    speaker labels (``user:``, a name such as ``Alice:``), timestamps in
-    brackets, NanoClaw's ``<message sender=… time=…>`` tags (their text is
-    kept), and lines of markup only."""
-    lines = []
-    for line in _TAG.sub("\n", prompt).splitlines():
-        text = _SPEAKER.sub("", _CLOCK.sub("", line.strip()))
-        lowered = text.lower()
-        for label in _NOISE:
-            if lowered.startswith(label):
-                text = text[len(label) :].strip()
-                break
-        if text and _WORD.search(text):
-            lines.append(text)
-    joined = " ".join(lines)
-    return joined[-chars:]
 
 
 def _vectors_in_ram(index: IndexProtocol, dim: int) -> bool:
