@@ -8,6 +8,12 @@ reply), cycled to ``--turns``.
 * ``record_turn_ms``: one ``record_turn`` (transcript line, audit lines and
   daily note, each appended and fsynced) on a workspace with embeddings off;
   p50/p99 and turns/s over the whole run.
+* ``compaction_by_size``: one session of long turns (~1 KB each) past
+  ``session_max_bytes`` (``--size-limit``) while ``session_keep_turns``
+  (200) would not fit in it: ``record_turn`` p50/p99 in the first and the
+  last quarter of the run (flat: a compaction leaves room below the limit, so
+  turns do not each compact again), the compactions done, the file's final
+  size and the metadata line's, and the notices left;
 * ``open_ms``: ``Memory.open`` of that workspace, its transcripts known good
   (the usual case) and with that record deleted (every transcript read);
 * ``with_embeddings``: the same turns, then ``reindex`` (chunking and
@@ -71,6 +77,34 @@ def record(folder: Path, texts: list[str], embedder: str) -> tuple[list[float], 
     return times, total
 
 
+def by_size(folder: Path, texts: list[str], limit: int) -> dict[str, Any]:
+    """Turns of ~1 KB into one session whose kept turns pass ``limit`` bytes."""
+    times = []
+    with Memory.open(
+        folder, embedder="none", session_max_bytes=limit, session_summary_tokens=0
+    ) as memory:
+        for number, text in enumerate(texts):
+            long_text = f"{number}: " + (text + " ") * max(1, 1000 // max(len(text), 1))
+            began = time.perf_counter()
+            memory.record_turn("big", user=long_text, assistant="I see.")
+            times.append((time.perf_counter() - began) * 1000)
+        notices = len(memory.status().notices)
+    transcript = folder / "sessions" / "big.jsonl"
+    meta_line = transcript.read_bytes().split(b"\n", 1)[0]
+    entries = json.loads(meta_line).get("compactions", [])
+    quarter = max(len(times) // 4, 1)
+    return {
+        "limit_bytes": limit,
+        "first_quarter_ms": percentiles(times[:quarter]),
+        "last_quarter_ms": percentiles(times[-quarter:]),
+        "compactions": sum(entry.get("merged", 1) for entry in entries),
+        "compactions_listed": len(entries),
+        "file_bytes": transcript.stat().st_size,
+        "meta_line_bytes": len(meta_line),
+        "notices": notices,
+    }
+
+
 def opening(folder: Path) -> dict[str, float]:
     """``Memory.open`` of a workspace with transcripts: when they are known good
     (the usual case), and when that record is gone (every transcript read)."""
@@ -92,6 +126,9 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write the report to this file")
     parser.add_argument("--turns", type=int, default=3000)
     parser.add_argument("--immediate", type=int, default=200)
+    parser.add_argument("--size-limit", type=int, default=100_000)
+    parser.add_argument("--size-turns", type=int, default=1000)
+    parser.add_argument("--only-size", action="store_true", help="measure compaction_by_size alone")
     args = parser.parse_args()
     texts = lines(args.turns)
     report: dict[str, Any] = {
@@ -99,6 +136,12 @@ def main() -> None:
         "turns": len(texts),
     }
     with tempfile.TemporaryDirectory() as tmp:
+        report["compaction_by_size"] = by_size(
+            Path(tmp) / "by-size", lines(args.size_turns), args.size_limit
+        )
+        if args.only_size:
+            emit(report, args.json)
+            return
         times, total = record(Path(tmp) / "plain", texts, "none")
         report["record_turn_ms"] = {
             **percentiles(times),

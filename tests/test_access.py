@@ -160,7 +160,6 @@ MORE_ATTACKS = [
     "core/OTHER.md",
     "notes/a.md",
     "notes/trash/a.md",
-    "memory.md",
     "Memory/a.md",
     "memory/a%20b.md",
     "memory/a%zz.md",

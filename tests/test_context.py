@@ -236,7 +236,7 @@ def test_a_failing_model_is_a_clear_error_and_nothing_is_written(ws: Path) -> No
 
 
 def test_a_session_past_the_token_threshold_is_summarized_automatically(ws: Path) -> None:
-    with Memory.open(ws, embedder="none", session_summary_tokens=60) as memory:
+    with Memory.open(ws, embedder="none", session_summary_tokens=200) as memory:
         memory.record_turn("auto", user="Let's go with Redis for the cache layer.", assistant="OK")
         assert not (ws / "summaries" / "auto.md").exists()
         for n in range(6):

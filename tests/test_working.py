@@ -26,13 +26,15 @@ def _file(workspace: Workspace) -> str:
     return working.path(workspace).read_text()
 
 
-def test_the_template_has_the_four_empty_sections() -> None:
+def test_the_template_has_the_six_empty_sections() -> None:
     memory = working.parse(TEMPLATE)
     assert [(s.title, s.key, s.items) for s in memory.sections] == [
         ("Priorities", "priorities", ()),
         ("Active tasks", "active_tasks", ()),
         ("Open threads", "open_threads", ()),
         ("Recent progress", "recent_progress", ()),
+        ("Pending checks", "pending_checks", ()),
+        ("Temporary context", "temporary_context", ()),
     ]
     assert working.render(memory) == TEMPLATE
 
@@ -48,7 +50,8 @@ def test_set_and_add_items(workspace: Workspace) -> None:
         "## Priorities\n\n- Ship 0.2\n- Fix the crash\n\n"
         "## Active tasks\n\n- Write the layer tests\n\n"
         "## Open threads\n\n- Ask Bobur about the schema\n\n"
-        "## Recent progress\n\n- [2026-01-15T10:30:00+00:00] Layers module drafted\n"
+        "## Recent progress\n\n- [2026-01-15T10:30:00+00:00] Layers module drafted\n\n"
+        "## Pending checks\n\n## Temporary context\n"
     )
     memory = working.read(workspace)
     assert memory.items("active_tasks") == ("Write the layer tests",)
@@ -73,7 +76,7 @@ def test_items_are_one_redacted_line(workspace: Workspace) -> None:
         working.set_items(workspace, "priorities", "one string")
 
 
-@pytest.mark.parametrize("section", ["pending checks", "", "Recent"])
+@pytest.mark.parametrize("section", ["pending", "", "Recent"])
 def test_unknown_sections_are_refused(workspace: Workspace, section: str) -> None:
     with pytest.raises(InvalidInput, match="priorities, active_tasks, open_threads"):
         working.add_item(workspace, section, "x")
@@ -109,7 +112,7 @@ def test_hand_written_text_is_kept(workspace: Workspace) -> None:
         "# My working memory\n\n"
         "## Priorities\n\nTop of mind this week:\n"
         "- Ship 0.2\n  - with the migration notes\n- Fix the crash\n\n"
-        "## Pending checks\n\n- [ ] CI is green\n\n```\n## not a heading\n```\n\n"
+        "## Pending checks\n\n```\n## not a heading\n```\n- [ ] CI is green\n\n"
         "## Open threads\n\n- Ask Bobur\n\n"
         "## Active tasks\n\n"
         "## Recent progress\n\n- [2026-01-15T10:30:00+00:00] Checked CI\n"

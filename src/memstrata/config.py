@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from .errors import InvalidInput
+from .model import Embedder, SummarizerLike
 
 __all__ = [
     "CONFIG_FILE",
@@ -64,12 +65,15 @@ class Settings:
     session_max_bytes: int = 2_000_000
     session_keep_turns: int = 200
     working_max_chars: int = 4000
-    embedder: str = "minilm"
+    # A name ("minilm", "hash", "none") or an object implementing the
+    # Embedder protocol (Memory.open checks and wraps it: embed.plugged_embedder).
+    embedder: str | Embedder = "minilm"
     session_summary_tokens: int = 8000
     forgotten_retention_days: float = 30.0
     # The automatic session summaries: "extractive" (no model), "openai" or
-    # "anthropic" (with summary_model; the SDK's own variables give the key).
-    summarizer: str = "extractive"
+    # "anthropic" (with summary_model; the SDK's own variables give the key);
+    # from Python also an object with name and summarize(turns).
+    summarizer: str | SummarizerLike = "extractive"
     summary_model: str | None = None
     # Another ONNX model (and its tokenizer.json) for embedder "minilm".
     embed_model: str | None = None
@@ -80,7 +84,21 @@ class Settings:
             value = getattr(self, spec.name)
             if spec.type == "str | None" and value is None:
                 continue
-            if spec.type in ("str", str, "str | None"):
+            if spec.name == "embedder" and not isinstance(value, (str, Embedder)):
+                raise InvalidInput(
+                    f"setting embedder must be a name or an object with name, dim and "
+                    f"embed(texts), not {value!r}"
+                )
+            if spec.name == "embedder" and not isinstance(value, str):
+                continue  # Memory.open checks it further (embed.plugged_embedder)
+            if spec.name == "summarizer" and not isinstance(value, (str, SummarizerLike)):
+                raise InvalidInput(
+                    f"setting summarizer must be a name or an object with name and "
+                    f"summarize(turns), not {value!r}"
+                )
+            if spec.name == "summarizer" and not isinstance(value, str):
+                continue
+            if spec.type in ("str", str, "str | None", "str | Embedder", "str | SummarizerLike"):
                 if not isinstance(value, str) or not value.strip():
                     raise InvalidInput(f"setting {spec.name} must be a non-empty string")
                 continue
@@ -121,10 +139,10 @@ class SettingsFields(TypedDict, total=False):
     session_max_bytes: int
     session_keep_turns: int
     working_max_chars: int
-    embedder: str
+    embedder: str | Embedder
     session_summary_tokens: int
     forgotten_retention_days: float
-    summarizer: str
+    summarizer: str | SummarizerLike
     summary_model: str | None
     embed_model: str | None
     embed_tokenizer: str | None

@@ -30,12 +30,17 @@ from __future__ import annotations
 import re
 import secrets
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from .errors import InvalidInput
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
 
 __all__ = [
     "ARCHIVE_TITLE",
@@ -43,9 +48,11 @@ __all__ = [
     "Capture",
     "CompactResult",
     "DEFAULT_CATEGORY",
+    "Embedder",
     "Item",
     "Source",
     "Status",
+    "SummarizerLike",
     "category_title",
     "check_document",
     "clean_session",
@@ -391,3 +398,28 @@ class CompactResult:
 
     removed: int
     kept: int
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Texts to unit vectors (``memstrata.embed`` states the guarantees): a
+    value type here so that settings can hold one (``Memory.open(...,
+    embedder=MyEmbedder())``)."""
+
+    name: str
+    dim: int
+
+    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        """Float32 ``(len(texts), dim)``, rows L2-normalised, in input order."""
+        ...
+
+
+@runtime_checkable
+class SummarizerLike(Protocol):
+    """Turns a session's turns into a Markdown summary (``context.summarize``'s
+    ``Summarizer``; a value type here so that settings can hold one:
+    ``Memory.open(..., summarizer=MySummarizer())``)."""
+
+    name: str
+
+    def summarize(self, turns: Sequence[Any]) -> str: ...

@@ -10,6 +10,9 @@ the recent conversation. The budget is shared out in that order:
 * **session state**: its newest entries, up to ``STATE_SHARE``;
 * **lessons**: the top lessons, up to ``LESSON_SHARE``;
 * **recent conversation**: the newest turns, up to ``RECENT_SHARE``;
+* **global memory** (the ``global`` group's MEMORY.md, for any other
+  group): whole or gated like long-term memory, up to ``GLOBAL_SHARE``,
+  in a section of its own labelled with its file;
 * **long-term memory** gets the rest: MEMORY.md's live facts whole when they
   fit, else the facts most relevant to the prompt (``gate``), best first,
   then the newest others while room is left, and a visible line saying how
@@ -57,6 +60,7 @@ from .tokens import TokenCounter
 __all__ = [
     "Context",
     "Section",
+    "Shared",
     "assemble",
     "render_facts",
     "strip_comments",
@@ -66,6 +70,8 @@ WORKING_SHARE = 0.25
 STATE_SHARE = 0.10
 LESSON_SHARE = 0.08
 RECENT_SHARE = 0.30
+GLOBAL_SHARE = 0.20
+GLOBAL_NAME = "Global memory"
 _COMMENT = re.compile(r"<!--.*?-->\s*", re.S)
 _CORE_CUT = "\n[core files cut to fit the budget]"
 
@@ -112,6 +118,17 @@ class Context:
             "left_out": dict(self.left_out),
             "text": self.text,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class Shared:
+    """The ``global`` group's facts for ``assemble``: how many, every one as
+    (heading, line), and the most relevant to the prompt (best first)."""
+
+    source: str
+    facts: int
+    whole: Callable[[], Sequence[tuple[str, str]]]
+    gated: Callable[[int], Iterable[tuple[str, str]]]
 
 
 def strip_comments(text: str) -> str:
@@ -241,13 +258,15 @@ def assemble(
     gated: Callable[[int], Iterable[tuple[str, str]]],
     lessons: Sequence[str],
     recent: tuple[str, Sequence[str]] | None,
+    shared: Shared | None = None,
 ) -> Context:
     """The context from its parts (see the module): ``core`` (path, text) pairs;
     ``working`` (path, text); ``state`` (path, entry lines, oldest first);
     ``facts`` how many live facts there are and ``whole()`` every one as
     (heading, line), asked for only when they may fit; ``gated(limit)`` the facts
     most relevant to the prompt, best first; ``lessons`` lines, best first;
-    ``recent`` (path, conversation lines, oldest first)."""
+    ``recent`` (path, conversation lines, oldest first); ``shared`` the
+    ``global`` group's facts, as a section of their own after long-term memory."""
     core = core if _injected("core") else ()
     working = working if _injected("working") else None
     state = state if _injected("session_state") else None
@@ -291,6 +310,14 @@ def assemble(
         )
         left -= counter.count(drafts[name].render())
 
+    if shared is not None and shared.facts and _injected("long_term") and left > 0:
+        room = int(fixed_left * GLOBAL_SHARE)
+        shared_draft = _long_term(
+            room, counter, shared.facts, shared.whole, shared.gated, GLOBAL_NAME, shared.source
+        )
+        if shared_draft is not None:
+            drafts[GLOBAL_NAME] = shared_draft
+            left -= counter.count(shared_draft.render())
     long_term = _long_term(max(left, 0), counter, facts, whole, gated)
     if long_term is not None:
         drafts["Long-term memory"] = long_term
@@ -338,11 +365,19 @@ _ORDER = (
     "Working memory",
     "Session state",
     "Long-term memory",
+    GLOBAL_NAME,
     "Lessons",
     "Recent conversation",
 )
 # Who gives up entries first when the whole passes the budget (core last of all).
-_GIVE_UP = ("Long-term memory", "Recent conversation", "Lessons", "Session state", "Working memory")
+_GIVE_UP = (
+    GLOBAL_NAME,
+    "Long-term memory",
+    "Recent conversation",
+    "Lessons",
+    "Session state",
+    "Working memory",
+)
 
 
 def _fitted(budget: int, counter: TokenCounter, drafts: dict[str, _Draft]) -> Context:
@@ -409,18 +444,20 @@ def _long_term(
     facts: int,
     whole: Callable[[], Sequence[tuple[str, str]]],
     gated: Callable[[int], Iterable[tuple[str, str]]],
+    name: str = "Long-term memory",
+    source: str = "MEMORY.md",
 ) -> _Draft | None:
     if not facts:
         return None
     if 0 < facts * 2 <= budget:  # a fact line is at least 2 tokens: else it cannot fit
         lines = _grouped(whole())
-        draft = _long_term_draft(lines, facts)
+        draft = _long_term_draft(lines, facts, name, source)
         if counter.count(draft.render()) <= budget:
             return draft
     # Not whole: the facts most relevant to the prompt, and a line that says so.
     note_room = 24
     chosen: list[tuple[str, str]] = []
-    used = counter.count("## Long-term memory (MEMORY.md)\n") + note_room
+    used = counter.count(f"## {name} ({source})\n") + note_room
     if budget - used >= 8:
         for heading, line in gated(facts):
             if budget - used < 8:
@@ -430,19 +467,19 @@ def _long_term(
                 continue
             chosen.append((heading, line))
             used += cost
-    return _long_term_draft(_grouped(chosen), facts)
+    return _long_term_draft(_grouped(chosen), facts, name, source)
 
 
-def _long_term_draft(lines: list[str], facts: int) -> _Draft:
+def _long_term_draft(lines: list[str], facts: int, name: str, source: str) -> _Draft:
     return _Draft(
-        "Long-term memory",
-        ("MEMORY.md",),
+        name,
+        (source,),
         lines,
         facts,
         "fact",
         bullets=True,
         note=lambda left_out: (
-            f"({left_out} more fact(s) in MEMORY.md not shown: only those relevant to this "
+            f"({left_out} more fact(s) in {source} not shown: only those relevant to this "
             "message fit; search memory for the rest)"
         ),
     )

@@ -54,6 +54,9 @@ PROMPT = (
 )
 _FACTS = ("proper_noun", "preference", "specific_value", "correction", "remember")
 _TURN_REF = re.compile(r"\s*\((?:turns?|turn numbers?)\s[^()]*\)\s*$", re.I)
+# A list item of any kind ("-", "*", "+", "1.", "1)"), and where prose splits into sentences.
+_LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+(?P<text>.+)$")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[^\s])")
 
 
 @runtime_checkable
@@ -130,7 +133,9 @@ def summary_facts(summary: str) -> list[SummaryFact]:
     """The bullets of ``summary`` that state facts (see the module)."""
     found = []
     category: str | None = "fact"
-    for line in summary.splitlines():
+    lines = summary.splitlines()
+    listed = any(_LIST_ITEM.match(line) for line in lines)
+    for line in lines:
         if line.startswith("#"):
             heading = line.lstrip("#").strip().casefold()
             if "question" in heading:
@@ -138,12 +143,26 @@ def summary_facts(summary: str) -> list[SummaryFact]:
             else:
                 category = "decision" if "decision" in heading else "fact"
             continue
-        if category is None or not line.startswith("- "):
+        if category is None:
             continue
-        text = _TURN_REF.sub("", line[2:]).strip()
-        if text and text != "none" and not text.endswith(("?", "？")) and not redaction_only(text):
-            found.append(SummaryFact(line, text, category))
+        item = _LIST_ITEM.match(line)
+        parts = [(line, item.group("text"))] if item else []
+        if not listed and line.strip():  # prose (seed 001's /compact keeps it): its sentences
+            parts = [(part, part) for part in _SENTENCE_END.split(line.strip()) if part.strip()]
+        for said, raw in parts:
+            text = _TURN_REF.sub("", raw).strip()
+            if _worth_keeping(text):
+                found.append(SummaryFact(said, text, category))
     return found
+
+
+def _worth_keeping(text: str) -> bool:
+    return (
+        bool(text)
+        and text.casefold().strip(".") != "none"
+        and not text.endswith(("?", "？"))
+        and not redaction_only(text)
+    )
 
 
 def transcript_text(turns: Sequence[Turn], limit_chars: int = 60_000) -> str:

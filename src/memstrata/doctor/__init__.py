@@ -327,7 +327,10 @@ def _search(ws: Workspace) -> list[Finding]:
     else:
         try:
             model, tokenizer = settings.embed_model, settings.embed_tokenizer
-            name = load_embedder(settings.embedder, model=model, tokenizer=tokenizer).name
+            spec = settings.embedder  # from the files: a name, never an object
+            if isinstance(spec, str):
+                spec = load_embedder(spec, model=model, tokenizer=tokenizer)
+            name = spec.name
             findings.append(Finding(Level.OK, "search", f"hybrid: BM25 and {name} vectors"))
         except (BackendUnavailable, MemstrataError) as exc:
             findings.append(Finding(Level.WARN, "search", f"search runs on BM25 alone: {exc}"))

@@ -21,6 +21,12 @@ same text, so stored vectors of another name must not be compared.
   in particular not when MiniLM fails to load.
 * ``"none"``: embeddings are turned off; raises ``BackendUnavailable``.
 
+``plugged_embedder(obj)`` takes any object with ``name``, ``dim`` and
+``embed(texts)`` (qracer plugs in any embedding function:
+``Memory.open(path, embedder=MyEmbedder())``): it is checked once, and its
+every answer is checked (shape, finite numbers) and its rows normalised; an
+exception it raises or a wrong answer is ``BackendUnavailable`` naming it.
+
 Importing this package imports neither numpy, onnxruntime nor tokenizers;
 they load on first use, so the CLI starts fast.
 """
@@ -31,9 +37,10 @@ import hashlib
 import re
 import threading
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING
 
 from ..errors import BackendUnavailable, InvalidInput
+from ..model import Embedder  # the protocol (a value type: settings hold one)
 from .onnx import MiniLMEmbedder, check_texts
 
 if TYPE_CHECKING:
@@ -46,21 +53,10 @@ __all__ = [
     "MiniLMEmbedder",
     "clear_embedder_cache",
     "load_embedder",
+    "plugged_embedder",
 ]
 
 SPECS = ("minilm", "hash", "none")
-
-
-@runtime_checkable
-class Embedder(Protocol):
-    """Texts to unit vectors; see the package docstring for the guarantees."""
-
-    name: str
-    dim: int
-
-    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
-        """Float32 ``(len(texts), dim)``, rows L2-normalised, in input order."""
-        ...
 
 
 _WORD = re.compile(r"\w+")
@@ -147,3 +143,53 @@ def load_embedder(
     if choice == "none":
         raise BackendUnavailable("embeddings are turned off")
     raise InvalidInput(f"unknown embedder {spec!r}; expected one of: {', '.join(SPECS)}")
+
+
+class _Plugged:
+    """A caller's embedder behind the package's guarantees (see the docstring)."""
+
+    def __init__(self, inner: object, name: str, dim: int) -> None:
+        self._inner = inner
+        self.name = name
+        self.dim = dim
+
+    def __repr__(self) -> str:
+        return f"plugged_embedder({self._inner!r})"
+
+    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        import numpy as np
+
+        items = check_texts(texts)
+        if not items:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        try:
+            raw = self._inner.embed(items)  # type: ignore[attr-defined]
+            out = np.asarray(raw, dtype=np.float32)
+        except Exception as exc:  # a caller's code: any failure is the backend's
+            raise BackendUnavailable(f"embedder {self.name!r} failed: {exc!r}") from exc
+        if out.shape != (len(items), self.dim) or not np.isfinite(out).all():
+            raise BackendUnavailable(
+                f"embedder {self.name!r} returned shape {out.shape} (or non-finite numbers) "
+                f"for {len(items)} text(s); expected ({len(items)}, {self.dim})"
+            )
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        return np.asarray(out / np.maximum(norms, 1e-12), dtype=np.float32)
+
+
+def plugged_embedder(obj: object) -> Embedder:
+    """``obj`` (``name``: a non-empty string, ``dim``: a whole number >= 1,
+    ``embed(texts)``: a ``(len(texts), dim)`` array) as an ``Embedder``
+    (one already plugged: as it is); ``InvalidInput`` says what it lacks."""
+    if isinstance(obj, _Plugged):
+        return obj
+    name = getattr(obj, "name", None)
+    dim = getattr(obj, "dim", None)
+    if not isinstance(name, str) or not name.strip():
+        raise InvalidInput(f"an embedder needs a name (a non-empty string); {obj!r} has {name!r}")
+    if name.strip().lower() in SPECS:
+        raise InvalidInput(f"an embedder object may not take the built-in name {name!r}")
+    if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
+        raise InvalidInput(f"an embedder needs dim (a whole number >= 1); {obj!r} has {dim!r}")
+    if not callable(getattr(obj, "embed", None)):
+        raise InvalidInput(f"an embedder needs an embed(texts) method; {obj!r} has none")
+    return _Plugged(obj, name, dim)

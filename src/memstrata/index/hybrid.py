@@ -156,6 +156,7 @@ class Filters:
     source: str | None = None
     path_prefix: str | None = None
     include_superseded: bool = False
+    sessions: frozenset[str] | None = None  # any of these (with session: both)
 
     def accept(self, chunk: Chunk) -> bool:
         if not chunk.live and not self.include_superseded:
@@ -163,6 +164,8 @@ class Filters:
         if self.layers is not None and chunk.layer not in self.layers:
             return False
         if self.session is not None and chunk.session != self.session:
+            return False
+        if self.sessions is not None and chunk.session not in self.sessions:
             return False
         if self.source is not None and chunk.source != self.source:
             return False

@@ -4,17 +4,20 @@ memory sections of a system prompt within a token budget, on top of search
 
 ``compact_session`` summarizes a session's turns (the extractive summarizer
 unless one is given), appends the summary to ``summaries/<session>.md``, puts
-its decisions and facts into MEMORY.md (``decision`` and ``fact`` items, each
-bullet without its turn reference; open questions are no facts; a bullet a
-live item already says adds nothing; one a superseded or forgotten item said
-is struck through in the summary and not stored: a compaction never restates
-a corrected fact as live) and marks
+its decisions and facts into MEMORY.md (``decision`` and ``fact`` items:
+list items of any kind, else the sentences of its prose; each without its
+turn reference; open questions are no facts; a bullet a live item already
+says adds nothing; one a superseded or forgotten item said is struck through
+in the summary and not stored: a compaction never restates a corrected fact
+as live) and marks
 the session so that the next run starts fresh (seed 001's
 ``nextRunNoContinue``): ``build_context`` then shows no turn from before the
 summary. The raw transcript is left untouched. A session whose turns since
-the last summary pass ``session_summary_tokens`` is summarized automatically
+the last summary pass ``session_summary_tokens`` (len // 4 of their transcript
+lines, tool calls and results included) is summarized automatically
 after the turn that passed it (qracer), with the extractive summarizer unless
-the setting ``summarizer`` names a model. That turn is durable by then, so the
+the setting ``summarizer`` names a model or is a summarizer object (any
+``name`` and ``summarize(turns)``). That turn is durable by then, so the
 automatic summary never raises: a model that cannot be set up or fails is
 replaced by the extractive summarizer, and every failure is a notice
 (``status().notices`` and a log warning), never an exception that would make
@@ -36,7 +39,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TypeVar, cast
 
-from ..context.build import Context, assemble, render_facts
+from ..context.build import Context, Shared, assemble, render_facts
 from ..context.ranking import FactRanker
 from ..context.summarize import (
     ExtractiveSummarizer,
@@ -45,7 +48,7 @@ from ..context.summarize import (
     summary_facts,
 )
 from ..context.tokens import EstimateCounter, TokenCounter
-from ..errors import InvalidInput, MemstrataError, NotFound
+from ..errors import BackendUnavailable, InvalidInput, MemstrataError, NotFound
 from ..model import (
     Item,
     Source,
@@ -67,6 +70,8 @@ from ..stores.longterm import OP_PUT
 from ..stores.protocol import retired_keys
 from ..stores.session_state import StateEntry, parse_state
 from .engine import Engine
+from .shared import SOURCE as GLOBAL_SOURCE
+from .shared import GlobalMemory
 
 __all__ = ["PromptBuilder", "SessionSummary"]
 
@@ -113,6 +118,7 @@ class PromptBuilder:
         self._summary_counts: dict[str, int] | None = None
         self._facts_cache: tuple[tuple[int, int, int], list[tuple[str, str]]] | None = None
         self._retired_cache: tuple[tuple[int, int, int, int], set[str]] | None = None
+        self.global_memory = GlobalMemory(engine.workspace)
         engine.events.on_turn(self._after_turn)
 
     def build_context(
@@ -123,9 +129,10 @@ class PromptBuilder:
         budget_tokens: int,
         counter: TokenCounter | None = None,
     ) -> Context:
-        """Core, working memory, session state, long-term memory (whole or gated
-        by ``prompt``), lessons and the recent conversation of ``session``, in
-        that order, within ``budget_tokens``."""
+        """Core (every file of core/), working memory, session state, long-term
+        memory (whole or gated by ``prompt``), the ``global`` group's memory
+        (for any other group), lessons and the recent conversation of
+        ``session``, in that order, within ``budget_tokens``."""
         if not isinstance(prompt, str):
             raise InvalidInput(f"prompt must be a string, not {type(prompt).__name__}")
         if isinstance(budget_tokens, bool) or not isinstance(budget_tokens, int):
@@ -136,10 +143,10 @@ class PromptBuilder:
         self.engine.check_open()
         counting = counter or EstimateCounter()
         core = []
-        for file in core_layer.FILES.values():
-            text = self._cached_text(f"core/{file}")
+        for rel in self._core_files():
+            text = self._cached_text(rel)
             if text:
-                core.append((f"core/{file}", text))
+                core.append((rel, text))
         working_text = self._cached_text(_WORKING)
         state_rel = self.engine.workspace.session_state_rel(name)
         entries = self._cached_state(state_rel)
@@ -189,7 +196,38 @@ class PromptBuilder:
             gated=gated,
             lessons=lessons,
             recent=recent,
+            shared=self._shared(prompt),
         )
+
+    def _shared(self, prompt: str) -> Shared | None:
+        """The ``global`` group's facts (``memory.shared``), labelled with their file."""
+        facts = self.global_memory.facts()
+        if not facts:
+            return None
+
+        def whole() -> builtins.list[tuple[str, str]]:
+            return [(fact.heading, f"- {fact.item.text}") for fact in facts]
+
+        def gated(limit: int) -> Iterator[tuple[str, str]]:
+            best = self.global_memory.top(prompt, min(limit, 60))
+            seen = {fact.item.id for fact in best}
+            for fact in best + [f for f in reversed(facts) if f.item.id not in seen]:
+                yield fact.heading, f"- {fact.item.text}"
+
+        return Shared(GLOBAL_SOURCE, len(facts), whole, gated)
+
+    def _core_files(self) -> builtins.list[str]:
+        """Every ``.md`` file of ``core/`` (q15 injects all of core): AGENT.md,
+        USER.md and SOUL.md first, then the others by name."""
+        named = [f"core/{file}" for file in core_layer.FILES.values()]
+        with storage_errors("list core/"):
+            found = self.engine.workspace.volume.list("core/")
+        others = sorted(
+            rel
+            for rel, _ in found
+            if rel.lower().endswith(".md") and rel not in named and rel.count("/") == 1
+        )
+        return [*named, *others]
 
     # -- RAM caches ------------------------------------------------------------------
 
@@ -313,7 +351,7 @@ class PromptBuilder:
         if not turns:
             raise InvalidInput(f"session {name!r} has no turn since its last summary")
         chosen = summarizer or self._summarizer()
-        summary = valid_text(chosen.summarize(turns))  # a model may take seconds: no lock
+        summary = valid_text(_summarized(chosen, turns))  # a model may take seconds: no lock
         at = now()
         stamp = at.strftime("%Y-%m-%d %H:%M")
         first, last = turns[0].seq, turns[-1].seq
@@ -365,7 +403,7 @@ class PromptBuilder:
         for fact in summary_facts(summary):
             text = fact.text[:4000]
             if dedupe_key(text) in retired:
-                marked = f"- ~~{fact.text}~~ {fact.line[2 + len(fact.text) :].strip()}".rstrip()
+                marked = fact.line.replace(fact.text, f"~~{fact.text}~~", 1).rstrip()
                 summary = summary.replace(fact.line, f"{marked} (superseded)", 1)
                 continue
             item = self.engine.live_or_new(text, fact.category, Source.AGENT, session, at)
@@ -414,8 +452,11 @@ class PromptBuilder:
         self.compact_session(turn.session, summarizer=_Fallback(self._summarizer, fell_back))
 
     def _summarizer(self) -> Summarizer:
-        """The summarizer the settings name (raises if it cannot be set up)."""
-        return make_summarizer(self.engine.settings.summarizer, self.engine.settings.summary_model)
+        """The summarizer the settings name or hold (raises if it cannot be set up)."""
+        chosen = self.engine.settings.summarizer
+        if not isinstance(chosen, str):  # the caller's object
+            return cast(Summarizer, chosen)
+        return make_summarizer(chosen, self.engine.settings.summary_model)
 
 
 class _Fallback:
@@ -437,7 +478,7 @@ class _Fallback:
         if isinstance(chosen, ExtractiveSummarizer):
             return chosen.summarize(turns)
         try:
-            text = chosen.summarize(turns)
+            text = valid_text(_summarized(chosen, turns))
         except MemstrataError as exc:  # the model is down, or said nothing
             return self._extractive(turns, exc)
         self.name = chosen.name
@@ -448,5 +489,18 @@ class _Fallback:
         return ExtractiveSummarizer().summarize(turns)
 
 
+def _summarized(chosen: Summarizer, turns: Sequence[history.Turn]) -> str:
+    """``chosen.summarize(turns)``; a failure of a caller's object (any
+    exception) is ``BackendUnavailable``."""
+    try:
+        return chosen.summarize(turns)
+    except MemstrataError:
+        raise
+    except Exception as exc:  # a caller's summarizer or an SDK: never a raw error
+        raise BackendUnavailable(f"summarizer {chosen.name!r} failed: {exc!r}") from exc
+
+
 def _tokens(turn: history.Turn) -> int:
-    return (len(turn.text_of("user")) + len(turn.text_of("assistant")) + 3) // 4
+    """qracer's rule: len // 4 of the turn's transcript line, so tool calls and
+    their results count as much as what was said."""
+    return (len(history.jsonl_lines([turn.to_dict()])) + 3) // 4

@@ -93,6 +93,7 @@ _OPEN: weakref.WeakSet[Engine] = weakref.WeakSet()
 # Ids kept in the change log of long-term items before it is started again (a
 # new generation: its readers then compare the whole store once).
 FACT_LOG_LIMIT = 100_000
+MAX_NOTICES = 200  # status().notices keeps the newest this many
 # Renderings a checkpoint tries while MEMORY.md keeps changing under it.
 _REPLACE_TRIES = 4
 
@@ -549,6 +550,7 @@ class Engine:
         for message in messages:
             log.warning("memstrata: %s: %s", self.workspace.where, message)
             self.notice_log.append(message)
+        del self.notice_log[:-MAX_NOTICES]  # the newest: a long-running process stays small
 
     def quarantine(self, original: str, data: bytes, reason: str) -> None:
         if not self.read_only:  # (a read-only workspace reads past bad bytes, keeps them)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import builtins
 import os
+from dataclasses import replace
 from types import TracebackType
 from typing import Unpack
 
@@ -117,7 +118,9 @@ class Memory:
 
         ``create`` makes the layout when it is missing. ``settings`` (a
         ``memstrata.config.Settings``), or its fields as keyword arguments,
-        tune it. Capture rule packs in the workspace's ``rules/`` folder are
+        tune it; ``embedder`` may also be an object implementing the
+        ``memstrata.embed.Embedder`` protocol (``name``, ``dim``,
+        ``embed(texts)``). Capture rule packs in the workspace's ``rules/`` folder are
         added to the built-in ones. ``read_only`` opens it for reads only (by
         default: when it cannot be written, e.g. on a read-only mount); writes
         then fail with one line. ``open_index`` opens the search index from the
@@ -126,6 +129,10 @@ class Memory:
         if settings is not None and fields:
             raise InvalidInput("give settings= or its fields as keywords, not both")
         chosen = settings if settings is not None else Settings.from_mapping(dict(fields))
+        if not isinstance(chosen.embedder, str):  # the caller's object: checked, wrapped
+            from ..embed import plugged_embedder
+
+            chosen = replace(chosen, embedder=plugged_embedder(chosen.embedder))
         location = workspace_location(path)
         if isinstance(location, str):
             from ..postgres.workspace import open_workspace  # the driver is an extra

@@ -71,7 +71,8 @@ class Working:
 
     def add(self, section: str, text: str) -> builtins.list[Dropped]:
         """Add an item to a working-memory section (priorities, active_tasks,
-        open_threads); returns what left to stay within the cap."""
+        open_threads, pending_checks, temporary_context; or its title, e.g.
+        "pending checks"); returns what left to stay within the cap."""
         return self._write(
             lambda cap: working.add_item(self.engine.workspace, section, text, cap=cap), text
         )

@@ -34,7 +34,6 @@ import builtins
 import contextlib
 import hashlib
 import logging
-import re
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -55,6 +54,8 @@ from ..model import Item, WriteEvent, decoded_text, now, valid_text
 from ..storage.layers import SEARCHABLE
 from ..storage.volume import Stat
 from .engine import Engine
+from .queries import prompt_tail, session_list
+from .shared import GlobalMemory, interleaved
 
 if TYPE_CHECKING:
     import numpy as np
@@ -120,6 +121,7 @@ class Searcher:
         # (``index.protocol``) will do, e.g. a test's in-memory one.
         self._open_index = open_index or _open_sqlite
         self._search_state: _SearchState | None = None
+        self._global = GlobalMemory(engine.workspace)
         engine.events.subscribe(self._mark_dirty)
         engine.events.on_close(closed=self.close)
 
@@ -138,13 +140,16 @@ class Searcher:
         include_superseded: bool = False,
         weights: Weights | None = None,
         why: Why | None = None,
+        sessions: Iterable[str] | None = None,
     ) -> builtins.list[Hit]:
         """The ``k`` best chunks for ``query`` (BM25 and vectors fused), each with
         its path, line range, snippet, score, layer and times. ``layers``
         defaults to every layer but those in every prompt (core, working);
         the session state is searched. ``k`` above ``MAX_K`` is taken as
-        ``MAX_K``. ``why`` (an ``index.why.Why``) is filled with why each hit
-        ranked where it did."""
+        ``MAX_K``. ``session`` keeps one session's chunks, ``sessions`` those
+        of any of a list of sessions (NanoClaw searches a list of chats).
+        ``why`` (an ``index.why.Why``) is filled with why each hit ranked
+        where it did."""
         if not isinstance(query, str) or not query.strip():
             raise InvalidInput("the query must be a non-empty string")
         if len(query) > MAX_QUERY_CHARS:
@@ -159,7 +164,10 @@ class Searcher:
         if wanted is not None and wanted - LAYERS:
             unknown = ", ".join(sorted(wanted - LAYERS))
             raise InvalidInput(f"unknown layer {unknown}; known: {', '.join(sorted(LAYERS))}")
-        filters = Filters(wanted, session, since, until, source, None, include_superseded)
+        chosen = session_list(sessions)
+        filters = Filters(
+            wanted, session, since, until, source, None, include_superseded, sessions=chosen
+        )
         self.engine.check_open()
         state = self._searcher()
         with state.lock:
@@ -221,7 +229,8 @@ class Searcher:
 
     def gate(self, prompt: str, budget_tokens: int, *, k: int = 20) -> builtins.list[Hit]:
         """Retrieval-gated injection (seed 001): the memory chunks most relevant to
-        the tail of ``prompt`` (chat-log noise stripped), best first, within
+        the tail of ``prompt`` (chat-log noise stripped), the group's and the
+        ``global`` group's (layer ``global``) in turn, best first, within
         ``budget_tokens`` (len/4 per chunk)."""
         if not isinstance(prompt, str):
             raise InvalidInput(f"prompt must be a string, not {type(prompt).__name__}")
@@ -231,6 +240,7 @@ class Searcher:
         if not tail or budget_tokens <= 0:
             return []
         hits = self.search(tail, k=k, layers=("long_term", "semantic", "notebook", "lessons"))
+        hits = interleaved(hits, self._global.hits(tail, k))  # seed 001: group + global
         chosen, used = [], 0
         counter = EstimateCounter()
         for hit in hits:
@@ -467,8 +477,12 @@ class Searcher:
     # -- embeddings ----------------------------------------------------------------
 
     def _embedder(self, state: _SearchState) -> Embedder | None:
+        chosen = self.engine.settings.embedder
         if state.embedder is None and state.embedder_error is None:
-            if self.engine.settings.embedder == "none":
+            if not isinstance(chosen, str):  # the caller's object (embed.plugged_embedder)
+                state.embedder, state.embedder_name = chosen, chosen.name
+                return chosen
+            if chosen == "none":
                 state.embedder_error = state.embedder_name = "none (BM25 only, by setting)"
                 return None
             try:
@@ -476,7 +490,7 @@ class Searcher:
 
                 settings = self.engine.settings
                 state.embedder = load_embedder(
-                    settings.embedder,
+                    chosen,
                     model=settings.embed_model,
                     tokenizer=settings.embed_tokenizer,
                 )
@@ -572,27 +586,3 @@ class _SearchState:
 
 def _shift(chunk: Chunk, offset: int) -> Chunk:
     return replace(chunk, line_start=chunk.line_start + offset, line_end=chunk.line_end + offset)
-
-
-_CLOCK = re.compile(r"^\[?\d{1,2}:\d{2}(?::\d{2})?\]?\s*")
-_WORD = re.compile(r"\w")
-_NOISE = (
-    "user:", "assistant:", "agent:", "system:", "**user:**", "**agent:**", "human:", "ai:",
-)  # fmt: skip
-
-
-def prompt_tail(prompt: str, chars: int = 600) -> str:
-    """The last ``chars`` characters of a prompt with chat-log noise removed:
-    speaker labels, timestamps in brackets, and lines of markup only."""
-    lines = []
-    for line in prompt.splitlines():
-        text = _CLOCK.sub("", line.strip())
-        lowered = text.lower()
-        for label in _NOISE:
-            if lowered.startswith(label):
-                text = text[len(label) :].strip()
-                break
-        if text and _WORD.search(text):
-            lines.append(text)
-    joined = " ".join(lines)
-    return joined[-chars:]

@@ -43,6 +43,7 @@ __all__ = ["Sessions"]
 
 # The transcripts known good at the last close (a cache of ``migrations.transcripts``).
 _VERIFIED = ".memstrata/transcripts-verified.json"
+_MOVED = "older turn(s) moved to"
 
 
 class Sessions:
@@ -162,12 +163,18 @@ class Sessions:
         too_long = bool(limits.session_max_turns) and turns > limits.session_max_turns
         too_big = bool(limits.session_max_bytes) and size > limits.session_max_bytes
         if too_long or too_big:
-            done = compact(self.engine.workspace, session, limits.session_keep_turns)
+            done = compact(
+                self.engine.workspace,
+                session,
+                limits.session_keep_turns,
+                limits.session_max_bytes,
+            )
             self._heads.pop(session, None)
             if done.archived:
-                self.engine.notice(
-                    f"session {session}: {done.archived} older turn(s) moved to {done.archive}"
-                )
+                said = f"session {session}: "
+                log = self.engine.notice_log  # one compaction notice per session: the last
+                log[:] = [n for n in log if not (n.startswith(said) and _MOVED in n)]
+                self.engine.notice(f"{said}{done.archived} {_MOVED} {done.archive}")
 
     # -- reads and maintenance ---------------------------------------------------
 

@@ -1,7 +1,8 @@
 """Transcripts from older layouts, brought to version 2 at open.
 
 ``upgrade`` runs at open under the workspace lock. Version 1 records (flat
-``{"role", "content"}`` messages, one a line, as many agents write them) and
+``{"role", "content"}`` messages, one a line, as many agents write them, an
+assistant's OpenAI-style ``tool_calls`` kept as tool_call parts) and
 q15's turn files (``history/turns/YYYY/MM/DD/*.json``) become version 2
 turns; a line or file that cannot be read (bad JSON, invalid UTF-8, not a
 record) moves byte for byte to the quarantine with the reason. A file is
@@ -17,6 +18,7 @@ keeps their sizes and mtimes in ``.memstrata/transcripts-verified.json``.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
@@ -158,6 +160,34 @@ def _v1_text(content: Any) -> str:
     return ""
 
 
+def _v1_tool_calls(record: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """An OpenAI-style message's ``tool_calls`` (and the older ``function_call``)
+    as tool_call parts; arguments given as a JSON string are parsed."""
+    raw = record.get("tool_calls")
+    calls = list(raw) if isinstance(raw, list) else []
+    legacy = record.get("function_call")
+    if isinstance(legacy, dict):
+        calls.append({"function": legacy})
+    parts = []
+    for index, call in enumerate(calls):
+        if not isinstance(call, dict):
+            continue
+        inner = call.get("function")
+        function: dict[str, Any] = inner if isinstance(inner, dict) else call
+        name = function.get("name")
+        if not isinstance(name, str) or not name:
+            continue
+        arguments = function.get("arguments", function.get("args", {}))
+        if isinstance(arguments, str):
+            with contextlib.suppress(ValueError):  # else kept as the string it was
+                arguments = json.loads(arguments)
+        call_id = call.get("id") or f"call{index + 1}"
+        parts.append(
+            {"type": "tool_call", "id": str(call_id), "name": name, "arguments": arguments}
+        )
+    return parts
+
+
 def _turns_from_v1(
     records: Sequence[tuple[int, Mapping[str, Any]]],
     session: str,
@@ -191,7 +221,9 @@ def _turns_from_v1(
                     content=text,
                     success=True,
                 )
-            messages.append({"role": role, "parts": [part]})
+            calls = _v1_tool_calls(record)
+            parts = [*([part] if kind != "text" or text or not calls else []), *calls]
+            messages.append({"role": role, "parts": parts})
             for key in _V1_TIME_KEYS:
                 if created is None and record.get(key) is not None:
                     created = _v1_time(record[key])
@@ -287,12 +319,10 @@ def q15_turn(record: Any, where: str) -> Turn:
             messages.append(message)
         elif isinstance(message, dict) and message.get("role") in _V1_ROLES:
             role = "tool" if message["role"] == "function" else message["role"]
-            messages.append(
-                {
-                    "role": role,
-                    "parts": [{"type": "text", "text": _v1_text(message.get("content"))}],
-                }
-            )
+            text = _v1_text(message.get("content"))
+            calls = _v1_tool_calls(message)
+            said = [{"type": "text", "text": text}] if text or not calls else []
+            messages.append({"role": role, "parts": [*said, *calls]})
         else:
             raise ValueError("a message has neither parts nor a role and content")
     raw_seq = record.get("seq")

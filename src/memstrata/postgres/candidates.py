@@ -89,6 +89,9 @@ def where(filters: Filters) -> tuple[str, list[Any]]:
     if filters.session is not None:
         parts.append("c.session = %s")
         params.append(filters.session)
+    if filters.sessions is not None:
+        parts.append("c.session = ANY(%s)")
+        params.append(sorted(filters.sessions))
     if filters.source is not None:
         parts.append("c.source = %s")
         params.append(filters.source)

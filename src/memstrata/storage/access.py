@@ -14,7 +14,7 @@ The path guard, ``resolve(workspace_root, requested, write=...)``: a path a
 caller names is accepted only when it is one of the allowed files (the
 ``named`` globs of ``layers.LAYERS``, the one table of layers and files):
 
-* ``MEMORY.md``
+* ``MEMORY.md`` (also named ``memory.md``, seed 001's other spelling)
 * ``memory/<name>.md``          daily notes and other memory markdown
 * ``core/AGENT.md``  ``core/USER.md``  ``core/SOUL.md``
 * ``working/WORKING_MEMORY.md``
@@ -162,6 +162,10 @@ class Groups:
         )
 
 
+# Other names of an allowed file (seed 001 allows ``MEMORY.md / memory.md``).
+_ALIASES = {"memory.md": "MEMORY.md"}
+
+
 def allowed(relative: str) -> bool:
     """True when ``relative`` (``/``-separated) is an allowed file, by its shape alone."""
     parts = tuple(relative.split("/"))
@@ -178,6 +182,7 @@ def resolve(workspace_root: Path, requested: str, *, write: bool) -> Path:
     """
     if not isinstance(requested, str):
         raise InvalidInput(f"a path must be a string, not {type(requested).__name__}")
+    requested = _ALIASES.get(requested, requested)
     verb = "write" if write else "read"
     problem = _shape_problem(requested)
     if problem is not None:
@@ -214,6 +219,7 @@ def resolve_rel(volume: Volume, requested: str, *, write: bool) -> str:
         return Path(os.path.relpath(real, os.path.realpath(local))).as_posix()
     if not isinstance(requested, str):
         raise InvalidInput(f"a path must be a string, not {type(requested).__name__}")
+    requested = _ALIASES.get(requested, requested)
     problem = _shape_problem(requested)
     if problem is not None:
         verb = "write" if write else "read"

@@ -9,19 +9,22 @@ Format (the template's)::
     ## Open threads
     ## Recent progress
     - [2026-01-15T10:30:00+00:00] what got done
+    ## Pending checks
+    ## Temporary context
 
 Guarantees:
 
 * ``render(parse(text)) == text`` for every text ``render`` produced, and
   ``parse(render(m)) == m`` for a memory built by this module.
 * Text a person added is kept: a section of their own keeps its lines as
-  written; a line of theirs inside one of the four sections that is not a
+  written; a line of theirs inside one of the managed sections that is not a
   bullet is kept in that section (above its items); an indented line under a
   bullet stays part of that item. Only blank lines are normalised.
 * Bounded: after a write the file has at most ``cap`` characters (default
   4000). When a write would pass it, Recent progress items leave oldest first
-  (the newest one always stays), then Open threads items, oldest first.
-  Priorities, Active tasks and hand-written text never leave: if they (with
+  (the newest one always stays), then Temporary context items, then Open
+  threads items, oldest first. Priorities, Active tasks, Pending checks and
+  hand-written text never leave: if they (with
   the newest progress item) exceed the cap, the write raises ``InvalidInput``
   and the file is unchanged. Writers return what left, to be kept elsewhere.
 * Writes are atomic and durable; new item text is one line, redacted.
@@ -63,7 +66,12 @@ SECTIONS = {
     "active_tasks": "Active tasks",
     "open_threads": "Open threads",
     "recent_progress": "Recent progress",
+    "pending_checks": "Pending checks",  # q15's two more
+    "temporary_context": "Temporary context",
 }
+# Added by parse when missing (a file from before the last two keeps its bytes
+# until one of them is written).
+_ALWAYS = ("priorities", "active_tasks", "open_threads", "recent_progress")
 _KEY_OF_TITLE = {title.casefold(): key for key, title in SECTIONS.items()}
 REL = "working/WORKING_MEMORY.md"  # its volume path
 
@@ -88,7 +96,7 @@ class Section:
 
 @dataclass(frozen=True, slots=True)
 class WorkingMemory:
-    """WORKING_MEMORY.md as sections; the four managed ones are always present."""
+    """WORKING_MEMORY.md as sections; the first four managed ones are always present."""
 
     preamble: str
     sections: tuple[Section, ...]
@@ -146,7 +154,7 @@ def parse(text: str) -> WorkingMemory:
             key = None  # a second "## Priorities" is kept as written, not managed
         sections.append(_parse_section(title, key, lines[index + 1 : end]))
     present = {s.key for s in sections}
-    sections += [Section(title, key) for key, title in SECTIONS.items() if key not in present]
+    sections += [Section(SECTIONS[key], key) for key in _ALWAYS if key not in present]
     return WorkingMemory(preamble, tuple(sections))
 
 
@@ -180,7 +188,7 @@ def fit(memory: WorkingMemory, cap: int = DEFAULT_CAP) -> tuple[WorkingMemory, l
     """``memory`` within ``cap`` characters, and what had to leave (module rules)."""
     _check_cap(cap)
     dropped: list[Dropped] = []
-    for key, keep in (("recent_progress", 1), ("open_threads", 0)):
+    for key, keep in (("recent_progress", 1), ("temporary_context", 0), ("open_threads", 0)):
         items = list(memory.items(key))
         while len(render(memory)) > cap and len(items) > keep:
             dropped.append(Dropped(SECTIONS[key], items.pop(0)))
