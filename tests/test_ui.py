@@ -20,28 +20,13 @@ import postgres_server
 from memstrata import InvalidInput, Memory
 from memstrata.cli import cli
 from memstrata.ui.security import Guard, check_bind
-from uiserver import SRC, Client, eventually, served
+from uiserver import SRC, Client, eventually, fill_workspace, served
 
 
 def fill(memory: Memory) -> dict[str, str]:
-    lisbon = memory.remember("I live in Lisbon", category="personal")
-    tea = memory.remember("I prefer green tea over coffee", category="preference")
-    rex = memory.remember("My dog is called Rex", category="personal")
-    for n in range(6):
-        memory.record_turn(
-            "s1",
-            user=f"message {n} about the Porto trip",
-            assistant="Noted.",
-            reasoning="the user plans a trip",
-            tool_calls=[{"name": "lookup", "arguments": {"q": "Porto"}}],
-            tool_results=[{"name": "lookup", "content": "Porto is in Portugal"}],
-        )
-    memory.compact_session("s1")
-    memory.sessions.compact("s1", keep=2)
-    memory.notes.create("Trip plan", "Visit [[lisbon-notes]] first.")
-    memory.notes.create("Lisbon notes", "Trams and <script>alert(1)</script> pastel de nata.")
-    memory.flush()
-    return {"lisbon": lisbon.id, "tea": tea.id, "rex": rex.id}
+    return fill_workspace(
+        memory, turns=6, note="Trams and <script>alert(1)</script> pastel de nata."
+    )
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from memstrata import Memory
-from uiserver import Client, eventually, ui_process
+from uiserver import Client, eventually, fill_workspace, ui_process
 
 pytestmark = pytest.mark.slow
 
@@ -44,25 +44,10 @@ PAGES = {
 
 def make_workspace(path: Path, group: str | None = None) -> dict[str, str]:
     with Memory.open(path, group, embedder="hash") as memory:
-        lisbon = memory.remember("I live in Lisbon", category="personal")
-        tea = memory.remember("I prefer green tea over coffee", category="preference")
-        rex = memory.remember("My dog is called Rex", category="personal")
-        for n in range(5):
-            memory.record_turn(
-                "s1",
-                user=f"message {n} about the Porto trip",
-                assistant="Noted.",
-                reasoning="the user plans a trip",
-                tool_calls=[{"name": "lookup", "arguments": {"q": "Porto"}}],
-                tool_results=[{"name": "lookup", "content": "Porto is in Portugal"}],
-            )
-        memory.compact_session("s1")
-        memory.sessions.compact("s1", keep=2)
-        memory.notes.create("Trip plan", "Visit [[lisbon-notes]] first.")
-        memory.notes.create("Lisbon notes", "Trams, *tiles* and pastel de nata.")
+        ids = fill_workspace(memory, turns=5, note="Trams, *tiles* and pastel de nata.")
         config = memory.workspace.path / "memstrata.toml"
     config.write_text(re.sub(r"(?m)^embedder = .*$", 'embedder = "hash"', config.read_text()))
-    return {"lisbon": lisbon.id, "tea": tea.id, "rex": rex.id}
+    return ids
 
 
 @pytest.fixture(scope="module")

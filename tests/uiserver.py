@@ -156,3 +156,26 @@ def eventually(check: Callable[[], bool], seconds: float = 60.0) -> None:
     while not check():
         assert time.monotonic() < deadline, "it never happened"
         time.sleep(0.05)
+
+
+def fill_workspace(memory: Any, *, turns: int, note: str) -> dict[str, str]:
+    """Three facts, a session of ``turns`` turns with tool calls (compacted),
+    two notes (the second says ``note``): the ids of the facts."""
+    lisbon = memory.remember("I live in Lisbon", category="personal")
+    tea = memory.remember("I prefer green tea over coffee", category="preference")
+    rex = memory.remember("My dog is called Rex", category="personal")
+    for n in range(turns):
+        memory.record_turn(
+            "s1",
+            user=f"message {n} about the Porto trip",
+            assistant="Noted.",
+            reasoning="the user plans a trip",
+            tool_calls=[{"name": "lookup", "arguments": {"q": "Porto"}}],
+            tool_results=[{"name": "lookup", "content": "Porto is in Portugal"}],
+        )
+    memory.compact_session("s1")
+    memory.sessions.compact("s1", keep=2)
+    memory.notes.create("Trip plan", "Visit [[lisbon-notes]] first.")
+    memory.notes.create("Lisbon notes", note)
+    memory.flush()
+    return {"lisbon": lisbon.id, "tea": tea.id, "rex": rex.id}
