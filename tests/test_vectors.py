@@ -74,3 +74,42 @@ def test_the_projected_scan_keeps_the_exact_top_and_takes_in_new_rows(
     (cid,) = index.replace("semantic/b.md", [chunk], FileState(2, 2, "y"))
     index.set_vectors("test", {cid: new.tobytes()})
     assert vectors.top(index, new, 5)[0][0] == cid
+
+
+def test_searches_from_several_threads_while_vectors_are_written(tmp_path: Path) -> None:
+    """A shared matrix (the memory service's clients, the bench's) is caught up
+    and ranked by one thread at a time: a search racing another one's growth
+    of the matrix raised IndexError before."""
+    import threading
+
+    index = filled(tmp_path, structured(64, 5))
+    vectors = Vectors()
+    errors: list[BaseException] = []
+    queries = structured(8, 6)
+    done = threading.Event()
+
+    def search() -> None:
+        while not done.is_set():
+            try:
+                for query in queries:
+                    vectors.top(index, query, 10)
+            except BaseException as exc:  # noqa: BLE001 - the test reports any
+                errors.append(exc)
+                return
+
+    readers = [threading.Thread(target=search) for _ in range(4)]
+    for thread in readers:
+        thread.start()
+    try:
+        for n in range(60):  # each file's vectors grow the matrix past its rows
+            path = f"semantic/w{n}.md"
+            chunks = [Chunk(path, "semantic", k, k, f"w{n} {k}") for k in range(1, 9)]
+            ids = index.replace(path, chunks, FileState(1, 1, path))
+            fresh = structured(8, 100 + n)
+            index.set_vectors("test", {cid: fresh[k].tobytes() for k, cid in enumerate(ids)})
+    finally:
+        done.set()
+        for thread in readers:
+            thread.join()
+    assert errors == []
+    assert len(vectors.top(index, queries[0], 600)) == 64 + 60 * 8

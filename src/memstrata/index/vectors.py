@@ -10,6 +10,7 @@ once it has caught up; ids of blank rows are -1 and never returned.
 
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING
 
 from .protocol import Index
@@ -45,6 +46,7 @@ class Vectors:
     """
 
     def __init__(self) -> None:
+        self._lock = threading.Lock()
         self._matrix: np.ndarray | None = None
         self._ids: np.ndarray | None = None  # row -> chunk id (-1: blank)
         self._rows: dict[int, int] = {}  # chunk id -> row
@@ -140,12 +142,21 @@ class Vectors:
 
     def warm(self, index: Index, dim: int) -> None:
         """Take in every change of ``index`` now (the first search need not)."""
-        self._catch_up(index, dim)
+        with self._lock, index.lock:
+            self._catch_up(index, dim)
 
     def top(self, index: Index, query: np.ndarray, limit: int) -> list[tuple[int, float]]:
+        """The ``limit`` rows most like ``query`` as ``(chunk id, cosine)``, best
+        first. Safe from several threads: one at a time catches up (holding
+        the index's lock, as its writers do) and ranks."""
+        with self._lock:
+            with index.lock:
+                self._catch_up(index, query.shape[0])
+            return self._top(query, limit)
+
+    def _top(self, query: np.ndarray, limit: int) -> list[tuple[int, float]]:
         import numpy as np
 
-        self._catch_up(index, query.shape[0])
         assert self._matrix is not None and self._ids is not None
         if not self._used:
             return []
