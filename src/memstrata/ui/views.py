@@ -110,12 +110,16 @@ class Health:
         """``memstrata doctor --json`` in another process: it reads every file, and
         here it would hold the interpreter's lock for seconds at 100k facts."""
         ws = self.memory.workspace
-        command = [sys.executable, "-m", "memstrata", "doctor", "--json", "-w", str(ws.root)]
-        if ws.group:
-            command += ["--group", ws.group]
+        command = [sys.executable, "-m", "memstrata", "doctor", "--json"]
         package_root = str(Path(__file__).resolve().parents[2])
         path = os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))
         env = {**os.environ, "PYTHONPATH": path}
+        if ws.url is not None:  # a database: its URL by the environment, never in argv
+            env["MEMSTRATA_DATABASE_URL"] = ws.url
+        else:
+            command += ["-w", str(ws.root)]
+        if ws.group:
+            command += ["--group", ws.group]
         done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
         findings = json.loads(done.stdout)["findings"]
         return [{k: str(f[k]) for k in ("level", "check", "message")} for f in findings]
@@ -189,8 +193,6 @@ class Views:
         }
 
     def _health(self) -> list[dict[str, str]]:
-        if self.memory.workspace.volume.local is None:
-            return [{"level": "info", "check": "doctor", "message": "not run on a database"}]
         found, at = self.health.latest()
         if at is None:
             return [{"level": "info", "check": "doctor", "message": "checking… reload in a moment"}]
