@@ -329,3 +329,10 @@ def test_bare_imperatives_of_qanots_decision_family_are_captured(
 
     found = {entry.category for entry in scan(text)}
     assert found == ({category} if category else set())
+
+
+def test_search_and_context_share_one_reading_of_global_memory(tmp_path: Path) -> None:
+    """Global's file is parsed and ranked once per change for both the gate
+    and build_context, not once by each."""
+    with Memory.open(tmp_path, "team", embedder="none") as memory:
+        assert memory._search._global is memory._prompts.global_memory  # noqa: SLF001

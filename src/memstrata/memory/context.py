@@ -109,7 +109,7 @@ class PromptBuilder:
     """Context building for the prompt, and session summaries (a part of
     ``Memory``: it holds the engine and hears of every turn through it)."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, shared: GlobalMemory | None = None) -> None:
         self.engine = engine
         # (path, what it was read as) -> (its Stat, the value): one file may be
         # read as text (recovery) and as session-state entries (build_context)
@@ -118,7 +118,7 @@ class PromptBuilder:
         self._summary_counts: dict[str, int] | None = None
         self._facts_cache: tuple[tuple[int, int, int], list[tuple[str, str]]] | None = None
         self._retired_cache: tuple[tuple[int, int, int, int], set[str]] | None = None
-        self.global_memory = GlobalMemory(engine.workspace)
+        self.global_memory = shared or GlobalMemory(engine.workspace)
         engine.events.on_turn(self._after_turn)
 
     def build_context(

@@ -49,6 +49,7 @@ from .layers import Core, Notes, Semantic, Working, migrate_at_open
 from .live import DEFAULT_INTERVAL, LiveFiles
 from .search import IndexOpener, Searcher
 from .sessions import Sessions
+from .shared import GlobalMemory
 from .transfer import Transfer, TransferReport
 
 __all__ = ["Memory"]
@@ -61,8 +62,9 @@ class Memory:
         self.engine = engine
         self._facts = Facts(engine)
         self._observer = Observer(engine)
-        self._search = Searcher(engine, open_index)
-        self._prompts = PromptBuilder(engine)
+        shared = GlobalMemory(engine.workspace)  # read and ranked once for search and context
+        self._search = Searcher(engine, open_index, shared)
+        self._prompts = PromptBuilder(engine, shared)
         self.sessions = Sessions(engine)
         self.documents = Documents(engine)
         self.lessons = Lessons(engine)

@@ -115,13 +115,18 @@ class Searcher:
     """Hybrid search over every searchable file of the workspace (a part of
     ``Memory``: it holds the engine and hears of every write through it)."""
 
-    def __init__(self, engine: Engine, open_index: IndexOpener | None = None) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        open_index: IndexOpener | None = None,
+        shared: GlobalMemory | None = None,
+    ) -> None:
         self.engine = engine
         # The backend: by default the workspace's SQLite file; any ``Index``
         # (``index.protocol``) will do, e.g. a test's in-memory one.
         self._open_index = open_index or _open_sqlite
         self._search_state: _SearchState | None = None
-        self._global = GlobalMemory(engine.workspace)
+        self._global = shared or GlobalMemory(engine.workspace)  # one per Memory: the facade's
         engine.events.subscribe(self._mark_dirty)
         engine.events.on_close(closed=self.close)
 

@@ -10,11 +10,14 @@ group's context is loaded from the group *and* global memory).
 * The ``global`` group itself, and a workspace that is not a folder (a
   database tenant), have none.
 * Facts are ranked for a prompt by the same BM25 as the group's own facts
-  (``context.ranking.FactRanker``), built once per change of the file.
+  (``context.ranking.FactRanker``), built once per change of the file. One
+  object serves a Memory's search and context (the facade shares it), one
+  thread at a time.
 """
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
 from ..context.ranking import FactRanker
@@ -59,9 +62,14 @@ class GlobalMemory:
         self._facts: list[GlobalFact] = []
         self._ranker = FactRanker()
         self._generation = 0
+        self._lock = threading.RLock()
 
     def facts(self) -> list[GlobalFact]:
         """Every live global fact, in the file's order (read again if it changed)."""
+        with self._lock:
+            return self._current()
+
+    def _current(self) -> list[GlobalFact]:
         volume = self._volume
         if volume is None:
             return []
@@ -75,10 +83,12 @@ class GlobalMemory:
 
     def top(self, prompt: str, k: int) -> list[GlobalFact]:
         """The ``k`` global facts that best match ``prompt``, best first."""
-        by_id = {fact.item.id: fact for fact in self.facts()}
-        if not by_id:
-            return []
-        return [by_id[item_id] for item_id in self._ranker.top(prompt, k) if item_id in by_id]
+        with self._lock:
+            by_id = {fact.item.id: fact for fact in self._current()}
+            if not by_id:
+                return []
+            ranked = self._ranker.top(prompt, k)
+        return [by_id[item_id] for item_id in ranked if item_id in by_id]
 
     def hits(self, prompt: str, k: int) -> list[Hit]:
         """``top`` as search hits (layer and source ``global``, cited by its line)."""
