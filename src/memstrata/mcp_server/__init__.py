@@ -18,6 +18,13 @@ tenant, whose memories ``tenants`` keeps open. Only ``toolset`` and
   read when asked.
 * One long-lived process serves many calls on one open ``Memory``: writes
   are serialised by its lock, reads do not wait for them.
+* Start-up: the server is built from the tools' definitions alone (no
+  engine imported) and answers ``initialize`` at once; ``memstrata mcp``
+  hands ``serve`` a function that opens the memory, which runs in a
+  background thread once the server runs (``_Served``), then the index
+  warm-up; every call and resource read waits for the open. An open that
+  fails makes every call an error result (and the command exits with one
+  ``Error:`` line).
 * Transports: stdio (the default), or streamable HTTP (``--http``). Bound
   to loopback, the SDK's DNS-rebinding protection stays: the Host header
   must name 127.0.0.1, localhost or [::1] (or an ``allowed_hosts`` entry).
