@@ -71,8 +71,7 @@ def test_a_memory_that_does_not_open_makes_every_call_an_error(tmp_path: Path) -
         raise NotFound("no workspace at /nowhere")
 
     served = _served(opener, reported.append)
-    server = build_server(served.memory, served.run)
-    served.start()
+    server = build_server(served.memory, served.run)  # opened at the first call
 
     async def go() -> Any:
         async with Client(server) as client:

@@ -219,7 +219,10 @@ def serve(
         security = _transport_security(allowed_hosts(host, extra_hosts))
     served = _Served(memory, main_group, settings or {}, watch=watch, failed=failed)
     server = build_server(served.memory, served.run)
-    served.start()  # the open (and then the index warm-up) while the client connects
+    # The open, then the index warm-up, while the client connects. (Started after the
+    # handshake instead, initialize took as long: measured; and a workspace that does not
+    # open would then say so only to a client.)
+    served.start()
     try:
         if security is None:
             server.run("stdio")
@@ -232,10 +235,10 @@ def serve(
 
 
 class _Served:
-    """The memory a server serves, opened in a background thread (``start``),
-    then its index warmed there (``_Warmup``); ``memory`` and ``run`` wait for
-    the open. Invariant: ``_ready`` is set once ``_memory`` and ``_run``, or
-    ``_error``, are final."""
+    """The memory a server serves, opened in a background thread (``start``:
+    once; at the latest at the first call), then its index warmed there
+    (``_Warmup``); ``memory`` and ``run`` wait for the open. Invariant:
+    ``_ready`` is set once ``_memory`` and ``_run``, or ``_error``, are final."""
 
     def __init__(
         self,
@@ -257,13 +260,22 @@ class _Served:
         self._flush: Callable[[], None] = lambda: None
         self._warm: _Warmup | None = None
         self._stopping = threading.Event()
+        self._start_lock = threading.Lock()
+        self._started = False
         self._thread = threading.Thread(target=self._open, name="memstrata-open", daemon=True)
 
-    def start(self) -> None:
-        self._thread.start()
+    def start(self) -> bool:
+        """Start the open (once, and not after ``stop``); whether it started."""
+        with self._start_lock:
+            if not self._started and not self._stopping.is_set():
+                self._thread.start()
+                self._started = True
+            return self._started
 
     def memory(self) -> Memory:
         """The memory, once open (``MemstrataError`` if the open failed)."""
+        if not self.start():
+            raise BackendUnavailable("the server is stopping: its memory was not opened")
         self._ready.wait()
         if self._memory is None:
             error = self._error
@@ -328,7 +340,10 @@ class _Served:
     def stop(self, *, exit_code: int) -> None:
         """Wait for the open (``STOP_WAIT_SECONDS`` at most: else leave now),
         stop the warm-up (see ``_Warmup.stop``), close what was opened here."""
-        self._stopping.set()
+        with self._start_lock:
+            self._stopping.set()
+            if not self._started:  # nothing was opened
+                return
         self._thread.join(STOP_WAIT_SECONDS)
         if self._thread.is_alive():
             log.info("memstrata: leaving while the memory opens")
