@@ -101,11 +101,7 @@ class Mirror:
             order = self._order[chunk.path] = (ids, {key: n for n, key in enumerate(ids)})
         ids, places = order
         here = places[cid]
-        return [
-            ids[n]
-            for n in range(max(here - reach, 0), min(here + reach + 1, len(ids)))
-            if n != here
-        ]
+        return ids[max(here - reach, 0) : here] + ids[here + 1 : here + 1 + reach]
 
     # -- changes -------------------------------------------------------------------
 
