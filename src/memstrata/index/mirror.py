@@ -101,7 +101,8 @@ class Mirror:
             order = self._order[chunk.path] = (ids, {key: n for n, key in enumerate(ids)})
         ids, places = order
         here = places[cid]
-        return ids[max(here - reach, 0) : here] + ids[here + 1 : here + 1 + reach]
+        start = here - reach if here > reach else 0
+        return ids[start:here] + ids[here + 1 : here + 1 + reach]
 
     # -- changes -------------------------------------------------------------------
 
