@@ -150,7 +150,11 @@ weights_strategy = st.builds(
 )
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=400,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(
     ws=workspaces(),
     weights=weights_strategy,
@@ -167,7 +171,11 @@ def test_factoring_the_head_gives_the_full_ranking(ws, weights, query, k) -> Non
     assert fast[:k] == full[:k]
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=400,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(
     ws=workspaces(),
     weights=weights_strategy,
