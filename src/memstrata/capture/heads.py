@@ -428,25 +428,32 @@ def find(found: Finder, text: str, lowered: str) -> dict[int, list[Head]] | None
     out: dict[int, list[Head]] = {}
     viable: dict[Head, int] = {}  # (slot, alternatives) -> those that can match
     for pattern, slots, padded in found.passes:
+        at: dict[str, list[int]] = {}  # head -> where it starts, in order
         if padded:  # the character before text[pos] is at pos in " " + lowered
-            hits = [(m.start(), m[1]) for m in pattern.finditer(" " + lowered)]
+            for m in pattern.finditer(" " + lowered):
+                _add(at, m[1], m.start())
         else:
-            hits = [(m.start(), m[0] + m[m.lastindex or 0]) for m in pattern.finditer(lowered)]
-        for pos, head in hits:
+            for m in pattern.finditer(lowered):
+                _add(at, m[0] + m[m.lastindex or 0], m.start())
+        for head, positions in at.items():
             for key in slots[head]:
                 mask = viable.get(key)
                 if mask is None:
                     mask = viable[key] = _viable(found.searches[key[0]], lowered, key[1])
-                if not mask:
-                    continue
-                if key[0] in out:
-                    out[key[0]].append((pos, mask))
-                else:
-                    out[key[0]] = [(pos, mask)]
-    if len(found.passes) > 1:
-        for positions in out.values():
-            positions.sort()
+                if mask:
+                    if key[0] not in out:
+                        out[key[0]] = []
+                    out[key[0]] += [(pos, mask) for pos in positions]
+    for hits in out.values():
+        hits.sort()
     return out
+
+
+def _add(at: dict[str, list[int]], head: str, pos: int) -> None:
+    if head in at:
+        at[head].append(pos)
+    else:
+        at[head] = [pos]
 
 
 def _viable(found: HeadSearch, lowered: str, mask: int) -> int:
