@@ -49,8 +49,9 @@ def cats(text: str, **kwargs: bool) -> set[str]:
         ("你好，我是数据组的王芳", "proper_noun"),
     ],
 )
-def test_the_scorer_finds_paraphrases_the_rules_miss(text: str, category: str) -> None:
-    assert category not in cats(text, learned=False)
+def test_the_scorer_finds_paraphrases_without_the_rules(text: str, category: str) -> None:
+    # the rules now cover these forms too (issue 17); the scorer must find them alone
+    assert category in {found for found, _ in scorer.additions(text, set())}
     assert category in cats(text)
 
 
@@ -91,8 +92,8 @@ def test_the_scorer_never_repeats_a_rule_category_and_keeps_the_rules() -> None:
 
 def test_without_weights_the_rules_answer_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(scorer, "load_model", lambda: None)
-    assert scorer.additions("note for later: call the bank", set()) == []
-    assert cats("note for later: call the bank") == set()
+    assert scorer.additions("please use Kafka in the docs", set()) == []
+    assert cats("please use Kafka in the docs") == set()
 
 
 def test_a_corrupt_weights_file_disables_the_scorer(monkeypatch: pytest.MonkeyPatch) -> None:
