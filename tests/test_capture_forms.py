@@ -1,0 +1,71 @@
+"""Issue 17's forms, found by sentence structure in each language (capture/rules).
+
+Sentences here are in none of the corpus files: an introduction without "my
+name is", an instruction with a universal scope, a choice made now or a thing
+tried first, a note label or "don't forget to <verb>", "not X but Y"; and hard
+negatives sharing their words (a document "from the docs", nostalgia, meta
+talk, fiction, someone else's decision, "not great, but…").
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from memstrata.capture.scan import scan
+
+POS = [
+    ("hello, this is Malika from the growth team", "proper_noun"),
+    ("Bekzod here, I handle the infra budget", "proper_noun"),
+    ("add type hints to every function you write for me", "preference"),
+    ("we're choosing Kotlin for the app", "decision"),
+    ("let's start with the billing page", "decision"),
+    ("final decision: no more Jenkins", "decision"),
+    ("memo: the office moves to Chilonzor", "remember"),
+    ("don't forget to renew my passport", "remember"),
+    ("it's not Friday but Thursday", "correction"),
+    ("salom, men Aziz, marketing bo'limidan", "proper_noun"),
+    ("avval Go ni sinab ko'ramiz", "decision"),
+    ("eslatma: pasportni yangilash", "remember"),
+    ("har bir javobda o'zbekcha yoz", "preference"),
+    ("здравствуйте, на связи Дмитрий из отдела продаж", "proper_noun"),
+    ("для начала попробуем SQLite", "decision"),
+    ("напоминание: продлить паспорт", "remember"),
+    ("используй аннотации типов во всех функциях", "preference"),
+    ("меня зовут Андрей, не Алексей", "correction"),
+    ("我是市场部的陈静", "proper_noun"),
+    ("我们选了Go", "decision"),
+    ("提醒：周五交报告", "remember"),
+    ("所有回答都用中文", "preference"),
+    ("不是周五，是周四", "correction"),
+]
+NEG = [
+    "This is Python from the docs, copied as is",
+    "I remember how we chose Perl, never again",
+    "let's summarize the discussion",
+    "in the movie the hero is called Neo",
+    "not great, but it works",
+    "Anna decided to quit, her call",
+    "don't forget to fix the bug in your code",
+    "Олег решил уйти, это его дело",
+    "в книге героя зовут Гарри",
+    "давай подведём итоги",
+    "他决定辞职了",
+    "我记得小时候我们选过这个",
+    "yomon emas, rahmat",
+    "filmda qahramonning ismi Neo",
+    "everyone here, listen up",
+]
+
+
+def rules(text: str) -> set[str]:
+    return {entry.category for entry in scan(text, learned=False)}
+
+
+@pytest.mark.parametrize(("text", "category"), POS)
+def test_the_rules_find_the_form(text: str, category: str) -> None:
+    assert category in rules(text)
+
+
+@pytest.mark.parametrize("text", NEG)
+def test_the_rules_capture_nothing_from_the_hard_negative(text: str) -> None:
+    assert rules(text) == set()
