@@ -37,6 +37,21 @@ POS = [
     ("提醒：周五交报告", "remember"),
     ("所有回答都用中文", "preference"),
     ("不是周五，是周四", "correction"),
+    # a reminder of the user's own standing condition is a preference too
+    ("remember that I'm lactose intolerant when you suggest desserts", "preference"),
+    ("keep in mind I don't drive, so no road trips", "preference"),
+    ("учти, я не пью кофе", "preference"),
+    ("yodda tut: men go'sht yemayman", "preference"),
+    ("别忘了我不喝酒", "preference"),
+]
+
+# reminders of a one-off plan: remember, never a preference
+ONE_OFF = [
+    "remember that I have a dentist appointment tomorrow",
+    "don't forget I'm away tonight",
+    "запомни, я завтра в отпуске",
+    "unutma, men ertaga kelmayman",
+    "别忘了我明天请假",
 ]
 NEG = [
     "This is Python from the docs, copied as is",
@@ -69,3 +84,9 @@ def test_the_rules_find_the_form(text: str, category: str) -> None:
 @pytest.mark.parametrize("text", NEG)
 def test_the_rules_capture_nothing_from_the_hard_negative(text: str) -> None:
     assert rules(text) == set()
+
+
+@pytest.mark.parametrize("text", ONE_OFF)
+def test_a_reminder_of_a_one_off_plan_is_no_preference(text: str) -> None:
+    found = rules(text)
+    assert "remember" in found and "preference" not in found
