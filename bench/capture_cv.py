@@ -47,6 +47,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "no_rule_features": {"rule_features": False},
     "threshold_0.4": {"threshold": 0.4},
     "threshold_0.6": {"threshold": 0.6},
+    "threshold_0.7": {"threshold": 0.7},
+    "threshold_0.8": {"threshold": 0.8},
     "positive_weight_3": {"positive_weight": 3.0},
     "l2_1e-3": {"l2": 1e-3},
 }
