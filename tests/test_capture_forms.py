@@ -43,6 +43,19 @@ POS = [
     ("учти, я не пью кофе", "preference"),
     ("yodda tut: men go'sht yemayman", "preference"),
     ("别忘了我不喝酒", "preference"),
+    # surnames, a relative's or a pet's name, "that's my name"
+    ("my last name is Yusupova", "proper_noun"),
+    ("фамилия у меня Ковалёва", "proper_noun"),
+    ("familiyam Rahimova", "proper_noun"),
+    ("我姓王", "proper_noun"),
+    ("у дочки Алины сегодня утренник", "proper_noun"),
+    ("我家猫叫咪咪", "proper_noun"),
+    ("it's Dana, that's my name", "proper_noun"),
+    # what one eats or drinks, for good
+    ("I don't eat pork", "preference"),
+    ("я не пью молоко", "preference"),
+    ("men baliq yemayman", "preference"),
+    ("我不吃辣", "preference"),
 ]
 
 # reminders of a one-off plan: remember, never a preference
@@ -69,6 +82,14 @@ NEG = [
     "yomon emas, rahmat",
     "filmda qahramonning ismi Neo",
     "everyone here, listen up",
+    "I don't eat breakfast today, too busy",
+    "я сегодня не ем, пост",
+    "bugun hech narsa yemayman",
+    "我今天不吃饭了",
+    "my cat is asleep again",
+    "у сына температура",
+    "我儿子今天生病了",
+    "the hero's name is Frodo",
 ]
 
 
