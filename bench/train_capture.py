@@ -11,7 +11,8 @@ its language and its author: ``original`` (the top-level files, which the
 rules were written from), ``blind`` (``blind/``), ``template``
 (``generated/``, from ``bench/gen_capture_corpus.py``) and ``hand``
 (``negatives/``, hand-written hard negatives) and ``probe`` (``probe/``,
-paraphrases and hard negatives written before the rules that cover them).
+paraphrases and hard negatives written before the rules that cover them) and
+``fresh`` (``fresh/``, written after the rules and never used to tune them).
 
 Run::
 
@@ -43,6 +44,7 @@ FOLDERS = {
     "template": CORPUS / "generated",
     "hand": CORPUS / "negatives",
     "probe": CORPUS / "probe",
+    "fresh": CORPUS / "fresh",
 }
 MIN_COUNT = 2
 STEPS = 300
