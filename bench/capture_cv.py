@@ -70,7 +70,7 @@ def predict(message: dict[str, Any], model: Model | None) -> set[str]:
         original = scan_module.additions
         scan_module.additions = lambda text, hits: additions(text, hits, model)
         try:
-            got = {e.category for e in scan_module.scan(message["text"])}
+            got = {e.category for e in scan_module.scan(message["text"], learned=True)}
         finally:
             scan_module.additions = original
     return set(got) & set(DURABLE)

@@ -33,7 +33,15 @@ def bench(name: str) -> ModuleType:
 
 
 def cats(text: str, **kwargs: bool) -> set[str]:
+    kwargs.setdefault("learned", True)
     return {entry.category for entry in scan(text, **kwargs)}  # type: ignore[arg-type]
+
+
+def test_scan_is_the_rules_alone_unless_the_scorer_is_asked_for() -> None:
+    assert scan("please use Kafka in the docs") == []
+    assert [e.category for e in scan("please use Kafka in the docs", learned=True)] == [
+        "preference"
+    ]
 
 
 @pytest.mark.parametrize(
@@ -82,7 +90,7 @@ def test_a_vetoed_sentence_never_gets_a_learned_capture(monkeypatch: pytest.Monk
 
 def test_the_scorer_never_repeats_a_rule_category_and_keeps_the_rules() -> None:
     text = "Let's go with Postgres. note for later: call the bank"
-    entries = scan(text)
+    entries = scan(text, learned=True)
     assert [e.category for e in entries].count("decision") == 1
     rules = scan(text, learned=False)
     assert set(rules) <= set(entries)
@@ -138,7 +146,7 @@ def test_additions_never_raise_nor_repeat_the_rules(text: str, hits: set[str]) -
     for category, (start, end) in scorer.additions(text, hits):
         assert category in scorer.DURABLE and category not in hits
         assert 0 <= start < end <= len(text) and text[start:end].strip()
-    entries = scan(text)
+    entries = scan(text, learned=True)
     assert len({e.category for e in entries}) == len(entries)
 
 
