@@ -20,20 +20,12 @@ GLOBAL = "global"
 FAST = {"embedder": "none"}
 
 
-def _drop_global() -> None:
-    """Every row of the ``global`` tenant gone (the administrator bypasses the
-    policies): other tests' tenants must not find this file's global memory."""
-    with psycopg.connect(postgres_server.admin_url(), autocommit=True) as conn:
-        for table in TENANT_TABLES:
-            conn.execute(f"DELETE FROM {table} WHERE tenant = %s", (GLOBAL,))  # noqa: S608
-
-
 @pytest.fixture
 def fresh_global(postgres_url: str) -> Iterator[str]:
-    Database.shared(postgres_url).release()  # the schema migrated
-    _drop_global()
+    """An empty ``global`` tenant, emptied again after the test."""
+    postgres_server.drop_tenant(GLOBAL)
     yield postgres_url
-    _drop_global()
+    postgres_server.drop_tenant(GLOBAL)
 
 
 def _global_section(memory: Memory, prompt: str) -> str | None:
