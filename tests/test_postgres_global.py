@@ -6,6 +6,7 @@ MEMORY.md and nothing else of it, never another tenant, and writes nothing."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import psycopg
 import pytest
@@ -28,6 +29,21 @@ def fresh_global(postgres_url: str) -> Iterator[str]:
     postgres_server.drop_tenant(GLOBAL)
 
 
+class Counting:
+    """A source of global's MEMORY.md that counts its calls."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.stats, self.reads = inner, 0, 0
+
+    def stat(self, rel: str) -> Any:
+        self.stats += 1
+        return self.inner.stat(rel)
+
+    def read(self, rel: str) -> Any:
+        self.reads += 1
+        return self.inner.read(rel)
+
+
 def _global_section(memory: Memory, prompt: str) -> str | None:
     context = memory.build_context(prompt, budget_tokens=2000)
     for section in context.sections:
@@ -42,6 +58,8 @@ def test_a_tenants_context_and_gate_take_global_memory_labelled(fresh_global: st
     team = postgres_server.tenant("team")
     with Memory.open(url, GLOBAL, **FAST) as shared:
         shared.remember("The office wifi password rotates every Monday")
+        for number in range(40):  # more than a small budget takes: gated by the prompt
+            shared.remember(f"Meeting room {number} on floor {number} has a projector and a view")
         shared.flush()
         with Memory.open(url, team, **FAST) as memory:
             memory.remember("Alice prefers short standups")
@@ -50,17 +68,22 @@ def test_a_tenants_context_and_gate_take_global_memory_labelled(fresh_global: st
             hits = memory.gate("when does the wifi password rotate?", 500)
             assert any(hit.layer == "global" and "wifi" in hit.text for hit in hits)
             assert any(hit.citation.startswith("groups/global/MEMORY.md:") for hit in hits)
-            # unchanged: not read again (the file's inode is the change marker)
+            # unchanged: one stat per call, not read again (the inode is the marker)
             reader = memory._prompts.global_memory  # noqa: SLF001
-            generation = reader._generation  # noqa: SLF001
+            counted = reader._volume = Counting(reader._volume)  # noqa: SLF001
             memory.build_context("wifi", budget_tokens=2000)
+            assert (counted.stats, counted.reads) == (1, 0)
+            small = memory.build_context("wifi password", budget_tokens=1000)
+            assert "wifi password" in small.text and "more fact(s) in" in small.text  # gated
+            assert (counted.stats, counted.reads) == (2, 0)
             memory.gate("wifi", 500)
-            assert reader._generation == generation  # noqa: SLF001
+            assert (counted.stats, counted.reads) == (3, 0)
             # changed: seen at global's next flush, as a folder's reader of the file
             shared.remember("Deploys are frozen on Fridays")
             shared.flush()
             text = _global_section(memory, "are deploys frozen on fridays?")
             assert text is not None and "Deploys are frozen on Fridays" in text
+            assert counted.reads == 1
         own = _global_section(shared, "wifi")  # global is not its own global memory
         assert own is None
 

@@ -209,7 +209,7 @@ class PromptBuilder:
             return [(fact.heading, f"- {fact.item.text}") for fact in facts]
 
         def gated(limit: int) -> Iterator[tuple[str, str]]:
-            best = self.global_memory.top(prompt, min(limit, 60))
+            best = self.global_memory.top(prompt, min(limit, 60), fresh=False)  # as facts()
             seen = {fact.item.id for fact in best}
             for fact in best + [f for f in reversed(facts) if f.item.id not in seen]:
                 yield fact.heading, f"- {fact.item.text}"

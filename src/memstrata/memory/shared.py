@@ -102,10 +102,12 @@ class GlobalMemory:
         self._load(info, data)
         return self._facts
 
-    def top(self, prompt: str, k: int) -> list[GlobalFact]:
-        """The ``k`` global facts that best match ``prompt``, best first."""
+    def top(self, prompt: str, k: int, *, fresh: bool = True) -> list[GlobalFact]:
+        """The ``k`` global facts that best match ``prompt``, best first;
+        ``fresh=False``: of the facts as last read (no ``stat``: a caller that
+        has just called ``facts``)."""
         with self._lock:
-            by_id = {fact.item.id: fact for fact in self._current()}
+            by_id = {fact.item.id: fact for fact in (self._current() if fresh else self._facts)}
             if not by_id:
                 return []
             ranked = self._ranker.top(prompt, k)
