@@ -82,3 +82,21 @@ def test_any_safe_core_file_on_postgresql(postgres_url: str) -> None:
 
     with Memory.open(postgres_url, postgres_server.tenant("core"), **FAST) as memory:
         _exercise(memory)
+
+
+def test_the_cli_sets_and_shows_any_core_file(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from memstrata.cli import cli
+
+    home = str(tmp_path / "ws")
+    Memory.open(home, **FAST).close()
+    runner = CliRunner()
+    done = runner.invoke(cli, ["core", "set", "PROJECT.md", "Ship by June", "-w", home])
+    assert done.exit_code == 0 and "core/PROJECT.md" in done.output
+    shown = runner.invoke(cli, ["core", "show", "PROJECT.md", "-w", home, "--json"])
+    assert json.loads(shown.output) == {"name": "PROJECT.md", "text": "Ship by June\n"}
+    assert "core/USER.md" in runner.invoke(cli, ["core", "set", "user", "x", "-w", home]).output
+    refused = runner.invoke(cli, ["core", "set", "../MEMORY.md", "x", "-w", home])
+    assert refused.exit_code != 0 and "core file must be one of" in refused.output
+    assert "Traceback" not in refused.output
