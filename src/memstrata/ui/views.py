@@ -29,7 +29,7 @@ from ..errors import InvalidInput, MemstrataError, NotFound
 from ..index.why import Why
 from ..memory import Memory
 from ..storage.layers import SEARCHABLE
-from ..stores.core import FILES as CORE_FILES
+from ..stores.core import listed as core_files
 from .history import Timeline
 from .pages import PER_PAGE, FactFilter, Pages, read_guarded
 
@@ -380,7 +380,7 @@ class Views:
         memory = self.memory
         volume = memory.workspace.volume
         groups = {
-            "core": [f"core/{name}" for name in CORE_FILES.values()],
+            "core": core_files(volume),
             "working": ["working/WORKING_MEMORY.md"],
             "long-term": ["MEMORY.md"],
             "daily notes": [rel for rel, _ in volume.list("memory/") if rel.endswith(".md")][-31:],
