@@ -12,14 +12,18 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from starlette.testclient import TestClient
 
 import postgres_server
-from memstrata import InvalidInput, Memory
+from memstrata import InvalidInput, Memory, ui
 from memstrata.cli import cli
+from memstrata.ui.app import create_app
 from memstrata.ui.security import Guard, check_bind
+from memstrata.ui.views import Views
 from uiserver import SRC, Client, eventually, fill_workspace, served
 
 
@@ -140,6 +144,52 @@ def test_the_health_check_runs_on_a_thread(client: Client) -> None:
     while "layout:" not in client.get("/").body:  # doctor's first finding
         assert time.monotonic() < deadline, "doctor never reported"
         time.sleep(0.1)
+
+
+def test_the_health_check_starts_once_the_overview_was_sent(
+    opened: tuple[Memory, dict[str, str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check's process would slow the page that asked for it: it starts after."""
+    running_in_view: list[bool] = []
+    overview = Views.overview
+
+    def watched(self: Views, params: dict[str, str]) -> tuple[str, dict[str, Any]]:
+        view = overview(self, params)
+        running_in_view.append(self.health._running or self.health._at is not None)
+        return view
+
+    monkeypatch.setattr(Views, "overview", watched)
+    with served(opened[0]) as client:
+        assert "checking…" in client.get("/").body
+        eventually(lambda: "layout:" in client.get("/").body)  # then doctor reports
+    assert running_in_view[0] is False
+
+
+def test_the_warm_up_waits_for_the_first_page(
+    opened: tuple[Memory, dict[str, str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Loading the embedding model (warm) while the first page renders would
+    slow it down: the warm-up starts once a page was sent."""
+    app = create_app(opened[0])
+    inspector = app.state.inspector
+    seen: list[bool] = []
+    warmed = threading.Event()
+
+    def fake_warm(memory: Memory) -> None:
+        served = getattr(inspector, "served", None)
+        seen.append(served is not None and served.is_set())
+        warmed.set()
+
+    monkeypatch.setattr(ui, "warm", fake_warm)
+    monkeypatch.setattr(ui, "WARM_AFTER_SECONDS", 60.0, raising=False)
+    monkeypatch.setattr(inspector.views.health, "due", lambda: None, raising=False)
+    thread = threading.Thread(target=ui._warm, args=(app,), daemon=True)
+    thread.start()
+    with TestClient(app, base_url="http://127.0.0.1") as client:
+        assert client.get("/sessions").status_code == 200
+    assert warmed.wait(60)
+    thread.join(60)
+    assert seen == [True]
 
 
 def test_correct_through_the_journal(

@@ -41,6 +41,8 @@ if TYPE_CHECKING:
 
 __all__ = ["INSTALL_HINT", "create_app", "require", "serve", "warm"]
 
+# The warm-up waits this long for the first page to be asked for and sent.
+WARM_AFTER_SECONDS = 3.0
 INSTALL_HINT = "the web UI needs jinja2, starlette and uvicorn: pip install 'memstrata[ui]'"
 
 
@@ -127,13 +129,18 @@ def warm(memory: Memory) -> None:
 
 
 def _warm(app: Starlette) -> None:
+    """Once the workspace is open and the first page was sent (or nobody asked
+    for one in ``WARM_AFTER_SECONDS``): ``warm`` and the first health check. Not
+    before: on two cores both would slow the first page down (the embedding
+    model alone takes most of a second to load)."""
     inspector = app.state.inspector
     while inspector.memory is None and inspector.failed is None:
         time.sleep(0.05)
     if inspector.memory is not None:
+        inspector.served.wait(WARM_AFTER_SECONDS)
         warm(inspector.memory)
         if inspector.memory.workspace.volume.local is not None:
-            inspector.views.health.latest()  # the first check, before anyone asks
+            inspector.views.health.due()  # the first check, before anyone asks
 
 
 def _print(line: str) -> None:

@@ -18,6 +18,8 @@ Invariants:
 * **It answers at once**: given an opener instead of a ``Memory``, it serves
   while the workspace opens on a thread (a 100k-fact workspace takes seconds)
   and every page says "opening" (503, ``Retry-After: 1``) until it is open.
+  What is not needed for a page waits until one was sent (``served``): the
+  warm-up (the embedding model, the index in RAM) and the health check.
 * A ``MemstrataError`` is an error page with its message and a status
   (400, 403, 404, 409, 503); anything else is a 500 page saying so, and its
   traceback goes to stderr, never to the page.
@@ -33,6 +35,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlencode
 
 from starlette.applications import Starlette
+from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
@@ -91,6 +94,7 @@ class _App:
         self.memory: Memory | None = None
         self.views: Views | None = None
         self.failed: str | None = None
+        self.served = threading.Event()  # set once a page was sent
         if isinstance(source, Memory):
             self._ready(source)
         else:  # serve at once; pages say "opening" until the workspace is open
@@ -152,7 +156,9 @@ class _App:
                 template, data = await run_in_threadpool(
                     self._locked, view, params, **request.path_params
                 )
-                return self.html(template, request, **data)
+                response = self.html(template, request, **data)
+                response.background = BackgroundTask(self._sent, name)
+                return response
             except MemstrataError as exc:
                 return self.error(request, exc)
             except Exception:
@@ -221,6 +227,13 @@ class _App:
                 headers=_HEADERS,
             )
         return None
+
+    def _sent(self, name: str) -> None:
+        """After page ``name`` was sent: the Overview's health check when due, and
+        ``served`` (what waits for the first page, such as the warm-up, may start)."""
+        if name == "overview" and self.views is not None:
+            self.views.health.due()
+        self.served.set()
 
     def _text_of(self, item_id: str) -> str:
         """The fact's text, for the confirmation ("" when there is none)."""
