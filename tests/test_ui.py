@@ -21,6 +21,7 @@ from starlette.testclient import TestClient
 import postgres_server
 from memstrata import InvalidInput, Memory, ui
 from memstrata.cli import cli
+from memstrata.ui import app as app_module
 from memstrata.ui.app import create_app
 from memstrata.ui.security import Guard, check_bind
 from memstrata.ui.views import Views
@@ -328,7 +329,8 @@ def test_read_only_shows_no_forms_and_refuses_writes(ws: Path) -> None:
         assert memory.get(item.id).is_live
 
 
-def test_it_answers_while_the_workspace_opens(ws: Path) -> None:
+def test_it_answers_while_the_workspace_opens(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(app_module, "OPEN_WAIT_SECONDS", 0.2)
     Memory.open(ws, embedder="hash").close()
     release = threading.Event()
     opened: list[Memory] = []
@@ -344,6 +346,26 @@ def test_it_answers_while_the_workspace_opens(ws: Path) -> None:
         assert waiting.headers["retry-after"] == "1"
         release.set()
         eventually(lambda: client.get("/facts").status == 200)
+    opened[0].close()
+
+
+def test_a_page_asked_while_it_opens_waits_for_it(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first page a browser asks for is the page once the workspace is open,
+    not "opening" and a reload a second later."""
+    monkeypatch.setattr(app_module, "OPEN_WAIT_SECONDS", 60.0, raising=False)
+    Memory.open(ws, embedder="hash").close()
+    opened: list[Memory] = []
+
+    def slow_open() -> Memory:
+        time.sleep(0.3)
+        opened.append(Memory.open(ws, embedder="hash"))
+        return opened[-1]
+
+    with served(slow_open) as client:
+        first = client.get("/")
+        assert first.status == 200 and "Overview" in first.body
     opened[0].close()
 
 
