@@ -97,7 +97,9 @@ def serve(
 
         source = opening
     app = build(source, Guard(host, required, allowed))
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="off")
+    config = uvicorn.Config(
+        app, host=host, port=port, log_level="warning", lifespan="off", ws="none"
+    )  # no websockets: the pages do not use them (importing them costs 40 ms)
     server = uvicorn.Server(config)
     shown = f"[{host}]" if ":" in host else host
     if host in ("0.0.0.0", "::"):

@@ -14,12 +14,14 @@ from __future__ import annotations
 import re
 from datetime import datetime
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import jinja2
-from markdown_it import MarkdownIt
 from markupsafe import Markup
+
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
 
 __all__ = ["environment", "markdown"]
 
@@ -28,6 +30,8 @@ _WIKI = re.compile(r"\[\[([^\[\]|#\n]+)(?:#[^\[\]|\n]*)?(?:\|([^\[\]\n]+))?\]\]"
 
 @cache
 def _parser() -> MarkdownIt:
+    from markdown_it import MarkdownIt  # only a file or a note needs it (25 ms to import)
+
     return MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table")
 
 
