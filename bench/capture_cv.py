@@ -5,7 +5,7 @@ the five durable categories (correction, proper_noun, preference, decision,
 remember). Two cross-validations, each fold training the scorer with
 ``bench/train_capture.py``'s ``train`` on the other groups only:
 
-* **by author**: hold out ``blind``, ``template`` or ``hand``; train on the
+* **by author**: hold out ``blind``, ``template``, ``hand``, ``probe`` or ``fresh``; train on the
   rest (``original`` included). ``original`` — the messages the rules were
   written from — is never a test group. The per-language table pools the
   three held-out folds: every message is predicted by a model that never saw
@@ -39,12 +39,14 @@ import memstrata.capture.scan as scan_module  # noqa: E402
 from memstrata.capture.scorer import DURABLE, Model, additions  # noqa: E402
 from train_capture import LANGUAGES, load_corpus, train  # noqa: E402
 
-TEST_AUTHORS = ("blind", "template", "hand")
+TEST_AUTHORS = ("blind", "template", "hand", "probe", "fresh")
 VARIANTS: dict[str, dict[str, Any]] = {
     "shipped": {},
     "no_rule_features": {"rule_features": False},
     "threshold_0.4": {"threshold": 0.4},
     "threshold_0.6": {"threshold": 0.6},
+    "threshold_0.7": {"threshold": 0.7},
+    "threshold_0.8": {"threshold": 0.8},
     "positive_weight_3": {"positive_weight": 3.0},
     "l2_1e-3": {"l2": 1e-3},
 }
@@ -66,7 +68,7 @@ def predict(message: dict[str, Any], model: Model | None) -> set[str]:
         original = scan_module.additions
         scan_module.additions = lambda text, hits: additions(text, hits, model)
         try:
-            got = {e.category for e in scan_module.scan(message["text"])}
+            got = {e.category for e in scan_module.scan(message["text"], learned=True)}
         finally:
             scan_module.additions = original
     return set(got) & set(DURABLE)

@@ -10,7 +10,9 @@ The corpus is every labelled message under ``tests/data/capture``, each with
 its language and its author: ``original`` (the top-level files, which the
 rules were written from), ``blind`` (``blind/``), ``template``
 (``generated/``, from ``bench/gen_capture_corpus.py``) and ``hand``
-(``negatives/``, hand-written hard negatives).
+(``negatives/``, hand-written hard negatives) and ``probe`` (``probe/``,
+paraphrases and hard negatives written before the rules that cover them) and
+``fresh`` (``fresh/``, written after the rules and never used to tune them).
 
 Run::
 
@@ -40,6 +42,8 @@ FOLDERS = {
     "blind": CORPUS / "blind",
     "template": CORPUS / "generated",
     "hand": CORPUS / "negatives",
+    "probe": CORPUS / "probe",
+    "fresh": CORPUS / "fresh",
 }
 MIN_COUNT = 2
 STEPS = 300

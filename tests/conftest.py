@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,6 +13,7 @@ from hypothesis import HealthCheck, settings
 
 import postgres_server
 from memstrata import Memory
+from memstrata.capture import rulecache
 from memstrata.storage.workspace import Workspace
 from workspaces import fresh
 
@@ -23,6 +27,24 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 settings.load_profile("memstrata")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def isolated_rule_cache() -> Iterator[Path]:
+    """No test may write the compiled capture rules to ~/.cache/memstrata: one
+    temporary folder for the session, in this process (``rulecache.use_dir``)
+    and in the processes tests start (``$MEMSTRATA_CACHE_DIR``)."""
+    folder = Path(tempfile.mkdtemp(prefix="memstrata-rule-cache-"))
+    before = os.environ.get(rulecache.ENV_CACHE_DIR)
+    os.environ[rulecache.ENV_CACHE_DIR] = str(folder)
+    rulecache.use_dir(folder)
+    yield folder
+    if before is None:
+        del os.environ[rulecache.ENV_CACHE_DIR]
+    else:
+        os.environ[rulecache.ENV_CACHE_DIR] = before
+    rulecache.use_dir(rulecache.dir_from(os.environ))
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)

@@ -93,6 +93,22 @@ def tenant(name: str = "t") -> str:
     return f"{name}-{uuid.uuid4().hex[:12]}"
 
 
+def drop_tenant(name: str) -> None:
+    """Every row of tenant ``name`` gone (as the administrator, whom the
+    policies do not bind), the schema migrated first. For the one tenant
+    whose name is fixed, ``global``: every other tenant's context reads its
+    memory, so a test that fills it empties it again."""
+    import psycopg
+
+    from memstrata.postgres.connect import Database
+    from memstrata.postgres.schema import TENANT_TABLES
+
+    Database.shared(app_url()).release()
+    with psycopg.connect(admin_url(), autocommit=True) as conn:
+        for table in TENANT_TABLES:
+            conn.execute(f"DELETE FROM {table} WHERE tenant = %s", (name,))  # noqa: S608
+
+
 def stop() -> None:
     """Close the pools and stop the server (end of the session)."""
     if "urls" in _state:

@@ -36,7 +36,15 @@ def bench(name: str) -> ModuleType:
 
 
 def cats(text: str, **kwargs: bool) -> set[str]:
+    kwargs.setdefault("learned", True)
     return {entry.category for entry in scan(text, **kwargs)}  # type: ignore[arg-type]
+
+
+def test_scan_is_the_rules_alone_unless_the_scorer_is_asked_for() -> None:
+    assert scan("please use Kafka in the docs") == []
+    assert [e.category for e in scan("please use Kafka in the docs", learned=True)] == [
+        "preference"
+    ]
 
 
 @pytest.mark.parametrize(
@@ -52,8 +60,9 @@ def cats(text: str, **kwargs: bool) -> set[str]:
         ("你好，我是数据组的王芳", "proper_noun"),
     ],
 )
-def test_the_scorer_finds_paraphrases_the_rules_miss(text: str, category: str) -> None:
-    assert category not in cats(text, learned=False)
+def test_the_scorer_finds_paraphrases_without_the_rules(text: str, category: str) -> None:
+    # the rules now cover these forms too (issue 17); the scorer must find them alone
+    assert category in {found for found, _ in scorer.additions(text, set())}
     assert category in cats(text)
 
 
@@ -84,7 +93,7 @@ def test_a_vetoed_sentence_never_gets_a_learned_capture(monkeypatch: pytest.Monk
 
 def test_the_scorer_never_repeats_a_rule_category_and_keeps_the_rules() -> None:
     text = "Let's go with Postgres. note for later: call the bank"
-    entries = scan(text)
+    entries = scan(text, learned=True)
     assert [e.category for e in entries].count("decision") == 1
     rules = scan(text, learned=False)
     assert set(rules) <= set(entries)
@@ -94,8 +103,8 @@ def test_the_scorer_never_repeats_a_rule_category_and_keeps_the_rules() -> None:
 
 def test_without_weights_the_rules_answer_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(scorer, "load_model", lambda: None)
-    assert scorer.additions("note for later: call the bank", set()) == []
-    assert cats("note for later: call the bank") == set()
+    assert scorer.additions("please use Kafka in the docs", set()) == []
+    assert cats("please use Kafka in the docs") == set()
 
 
 WEIGHTS = ROOT / "src" / "memstrata" / "capture" / "data" / "scorer.bin"
@@ -227,7 +236,7 @@ def test_additions_never_raise_nor_repeat_the_rules(text: str, hits: set[str]) -
     for category, (start, end) in scorer.additions(text, hits):
         assert category in scorer.DURABLE and category not in hits
         assert 0 <= start < end <= len(text) and text[start:end].strip()
-    entries = scan(text)
+    entries = scan(text, learned=True)
     assert len({e.category for e in entries}) == len(entries)
 
 
@@ -239,10 +248,13 @@ def test_the_generated_corpus_is_reproducible() -> None:
         )
 
 
-@pytest.mark.parametrize(("folder", "author"), [("generated", "template"), ("negatives", "hand")])
+@pytest.mark.parametrize(
+    ("folder", "author"),
+    [("generated", "template"), ("negatives", "hand"), ("probe", "probe"), ("fresh", "fresh")],
+)
 def test_the_grown_corpus_is_well_formed(folder: str, author: str) -> None:
     texts = set()
-    for folder_name in ("", "blind", "generated", "negatives"):
+    for folder_name in ("", "blind", "generated", "negatives", "probe", "fresh"):
         for lang in LANGUAGES:
             path = CORPUS / folder_name / f"{lang}.jsonl"
             for line in path.read_text(encoding="utf-8").splitlines():

@@ -359,6 +359,7 @@ def q15_source(root: Path) -> None:
     write(root, "history/state/head.json", '{"seq": 3}')
     write(root, "core/USER.md", "# User\nAda, a pilot.\n")
     write(root, "core/STYLE.md", "terse\n")
+    write(root, "core/drafts/old.md", "not a core file: core/ has no folders\n")
     write(root, "working/WORKING_MEMORY.md", "# Working memory\n\n## Current priorities\n- ship\n")
     write(root, "semantic/facts.md", "- Ada flies a Cessna\n")
     write(root, "notes/zettel/cessna.md", "# Cessna\n\nA small plane.\n")
@@ -368,11 +369,11 @@ def test_q15_history_and_layers_are_copied_and_q15s_files_kept(tmp_path: Path) -
     source, target = tmp_path / "q15", tmp_path / "ws"
     q15_source(source)
     first, _ = run_twice("q15", source, target)
-    assert first.counts() == {"fact": 0, "turn": 3, "document": 4, "skipped": 3}
+    assert first.counts() == {"fact": 0, "turn": 3, "document": 5, "skipped": 3}
     assert {e["ref"] for e in first.skipped} == {
         "history/turns/2026/03/01/0004.json",
         "history/state/head.json",
-        "core/STYLE.md",
+        "core/drafts/old.md",
     }
     with Memory.open(target, **FAST) as memory:
         turns = memory.sessions.turns("web")
@@ -387,6 +388,11 @@ def test_q15_history_and_layers_are_copied_and_q15s_files_kept(tmp_path: Path) -
             {"type": "citation", "source": "https://example.org/x"}
         ]
         assert memory.core.read("user") == "# User\nAda, a pilot.\n"
+        assert memory.core.read("STYLE.md") == "terse\n"  # q15 keeps more than three
+        [core] = [
+            s for s in memory.build_context("hi", budget_tokens=2000).sections if s.name == "Core"
+        ]
+        assert "core/STYLE.md" in core.sources and "terse" in core.text
     assert (target / "semantic" / "facts.md").read_text() == "- Ada flies a Cessna\n"
     assert (target / "notes" / "zettel" / "cessna.md").exists()
 

@@ -70,7 +70,9 @@ def test_core_write_by_any_spelling_of_the_name(workspace: Workspace, name: str)
     _no_temp_files(workspace.path / "core")
 
 
-@pytest.mark.parametrize("name", ["memory", "CLAUDE.md", "../SOUL.md", "", "core/SOUL.md"])
+@pytest.mark.parametrize(
+    "name", ["memory", ".CLAUDE.md", "CLAUDE.txt", "../SOUL.md", "", "core/SOUL.md"]
+)  # (core/CLAUDE.md is a core file like any other: tests/test_core_files.py)
 def test_core_refuses_other_names(workspace: Workspace, name: str) -> None:
     with pytest.raises(InvalidInput, match="agent, user, soul, AGENT.md, USER.md, SOUL.md"):
         core.write(workspace, name, "x")

@@ -4,6 +4,7 @@ checks of open; the watcher thread ends with the ``Memory``."""
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
@@ -117,7 +118,11 @@ async def _edit_under_server(ws: Path) -> tuple[float, str]:
     params = StdioServerParameters(
         command=sys.executable,
         args=["-c", "from memstrata.cli import main; main()", "-w", str(ws), "mcp"],
-        env={"MEMSTRATA_HOME": str(ws), "PYTHONPATH": str(Path(memstrata.__file__).parents[1])},
+        env={
+            "MEMSTRATA_HOME": str(ws),
+            "PYTHONPATH": str(Path(memstrata.__file__).parents[1]),
+            "MEMSTRATA_CACHE_DIR": os.environ.get("MEMSTRATA_CACHE_DIR", ""),  # (conftest's)
+        },
     )
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()

@@ -24,9 +24,15 @@ HOSTILE = ISSUE_ATTACKS  # the issue's list of paths that must be refused
 def server_env(home: Path) -> dict[str, str]:
     """The environment of a stdio server: the SDK passes only a few variables
     on, so name the source tree under test (not whatever the venv installed)."""
+    import os
+
     import memstrata
 
-    return {"MEMSTRATA_HOME": str(home), "PYTHONPATH": str(Path(memstrata.__file__).parents[1])}
+    return {
+        "MEMSTRATA_HOME": str(home),
+        "PYTHONPATH": str(Path(memstrata.__file__).parents[1]),
+        "MEMSTRATA_CACHE_DIR": os.environ.get("MEMSTRATA_CACHE_DIR", ""),  # (conftest's)
+    }
 
 
 def _text(result: object) -> str:

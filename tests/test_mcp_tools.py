@@ -39,6 +39,7 @@ from memstrata.tools import (  # noqa: E402
     openai_tools,
 )
 from memstrata.tools.schema import check  # noqa: E402
+from memstrata.tools.specs import MAX_SESSIONS  # noqa: E402
 from test_mcp import _free_port, _start_http, _text, server_env  # noqa: E402
 
 SNAPSHOT = Path(__file__).parent / "data" / "mcp_tools.json"
@@ -291,6 +292,7 @@ def test_check_fills_defaults_and_names_what_is_wrong() -> None:
         "k": 8,
         "layer": None,
         "session": None,
+        "sessions": None,
         "group": None,
     }
     for arguments, message in (
@@ -416,3 +418,39 @@ def test_any_arguments_are_an_answer_never_an_exception(tmp_path: Path, call: An
         outcome = answer(memory, name, arguments)
     assert outcome.text.startswith("Error: ") == outcome.is_error
     assert outcome.is_error or isinstance(outcome.data, dict)
+
+
+def test_memory_search_takes_a_list_of_sessions_in_every_form(tmp_path: Path) -> None:
+    """NanoClaw searches a list of chats: ``sessions`` reaches ``Memory.search``
+    through the official client, and the OpenAI and Anthropic forms offer it."""
+    for parameters in (
+        next(
+            t["function"]["parameters"]
+            for t in openai_tools()
+            if t["function"]["name"] == "memory_search"
+        ),
+        next(t["input_schema"] for t in anthropic_tools() if t["name"] == "memory_search"),
+    ):
+        sessions = parameters["properties"]["sessions"]
+        assert sessions["type"] == "array" and sessions["items"]["type"] == "string"
+        assert sessions["maxItems"] == MAX_SESSIONS
+
+    async def run(client: Any) -> tuple[set[str], bool, str]:
+        for chat in ("chat-a", "chat-b", "chat-c"):
+            await client.call_tool(
+                "memory_record_turn",
+                {"session": chat, "user": f"the lighthouse keeper of {chat}", "assistant": "ok"},
+            )
+        found = await client.call_tool(
+            "memory_search", {"query": "lighthouse keeper", "sessions": ["chat-a", "chat-c"]}
+        )
+        too_many = await client.call_tool(
+            "memory_search",
+            {"query": "lighthouse", "sessions": [f"s{n}" for n in range(MAX_SESSIONS + 1)]},
+        )
+        hits = json.loads(_text(found))["hits"]
+        return {hit["session"] for hit in hits}, too_many.is_error, _text(too_many)
+
+    sessions, refused, message = _in_process(tmp_path / "ws", run)
+    assert sessions == {"chat-a", "chat-c"}
+    assert refused and f"at most {MAX_SESSIONS}" in message

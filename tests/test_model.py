@@ -15,6 +15,7 @@ from memstrata.model import (
     normalize_category,
     normalize_text,
     now,
+    parse_time,
 )
 
 
@@ -102,3 +103,32 @@ def test_item_dict_round_trip() -> None:
 def test_item_from_malformed_dict_is_invalid_input() -> None:
     with pytest.raises(InvalidInput, match="malformed"):
         Item.from_dict({"id": "x"})
+
+
+@given(
+    stamps=st.lists(
+        st.sampled_from(
+            [
+                "2026-11-25T04:39:31.257912+00:00",
+                "2026-11-25T04:39:31.257912",
+                "2024-01-01T00:00:00+05:00",
+            ]
+        ),
+        min_size=3,
+        max_size=3,
+    ),
+    valid_from_none=st.booleans(),
+)
+def test_items_times_read_back_whether_or_not_they_share_one_string(
+    stamps, valid_from_none
+) -> None:  # type: ignore[no-untyped-def]
+    """from_dict parses a time shared by created/updated/valid_from once; each
+    still reads back as its own string says (a zone-less one as UTC)."""
+    created, updated, valid_from = stamps
+    row = {"id": "mabcdefgh", "text": "x", "created_at": created, "updated_at": updated}
+    row["valid_from"] = None if valid_from_none else valid_from
+    item = Item.from_dict(row)
+    assert item.created_at == parse_time(created)
+    assert item.updated_at == parse_time(updated)
+    assert item.valid_from == (None if valid_from_none else parse_time(valid_from))
+    assert Item.from_dict(item.to_dict()) == item

@@ -5,6 +5,7 @@ token, the path guard, escaping, and a group's UI kept to its group.
 
 from __future__ import annotations
 
+import gc
 import re
 import subprocess
 import sys
@@ -12,14 +13,21 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import jinja2
 import pytest
 from click.testing import CliRunner
+from starlette.testclient import TestClient
 
 import postgres_server
-from memstrata import InvalidInput, Memory
+from memstrata import InvalidInput, Memory, ui
 from memstrata.cli import cli
+from memstrata.ui import app as app_module
+from memstrata.ui import render
+from memstrata.ui.app import create_app
 from memstrata.ui.security import Guard, check_bind
+from memstrata.ui.views import Views
 from uiserver import SRC, Client, eventually, fill_workspace, served
 
 
@@ -142,6 +150,65 @@ def test_the_health_check_runs_on_a_thread(client: Client) -> None:
         time.sleep(0.1)
 
 
+def test_the_health_check_starts_once_the_overview_was_sent(
+    opened: tuple[Memory, dict[str, str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check's process would slow the page that asked for it: it starts after."""
+    running_in_view: list[bool] = []
+    overview = Views.overview
+
+    def watched(self: Views, params: dict[str, str]) -> tuple[str, dict[str, Any]]:
+        view = overview(self, params)
+        running_in_view.append(self.health._running or self.health._at is not None)
+        return view
+
+    monkeypatch.setattr(Views, "overview", watched)
+    with served(opened[0]) as client:
+        assert "checking…" in client.get("/").body
+        eventually(lambda: "layout:" in client.get("/").body)  # then doctor reports
+    assert running_in_view[0] is False
+
+
+def test_the_warm_up_waits_for_the_first_page(
+    opened: tuple[Memory, dict[str, str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Loading the embedding model (warm) while the first page renders would
+    slow it down: the warm-up starts once a page was sent."""
+    app = create_app(opened[0])
+    inspector = app.state.inspector
+    seen: list[bool] = []
+    warmed = threading.Event()
+
+    def fake_warm(memory: Memory) -> None:
+        served = getattr(inspector, "served", None)
+        seen.append(served is not None and served.is_set())
+        warmed.set()
+
+    monkeypatch.setattr(ui, "warm", fake_warm)
+    monkeypatch.setattr(ui, "WARM_AFTER_SECONDS", 60.0, raising=False)
+    monkeypatch.setattr(inspector.views.health, "due", lambda: None, raising=False)
+    thread = threading.Thread(target=ui._warm, args=(app,), daemon=True)
+    thread.start()
+    with TestClient(app, base_url="http://127.0.0.1") as client:
+        assert client.get("/sessions").status_code == 200
+    assert warmed.wait(60)
+    thread.join(60)
+    assert seen == [True]
+
+
+def test_warming_puts_what_it_built_out_of_the_collectors_reach(
+    opened: tuple[Memory, dict[str, str]],
+) -> None:
+    """At 100k facts a full collection scanned 700k objects (350 ms) in the
+    middle of a page: after the warm-up they are frozen, not scanned."""
+    before = gc.get_freeze_count()
+    try:
+        ui.warm(opened[0])
+        assert gc.get_freeze_count() > before
+    finally:
+        gc.unfreeze()
+
+
 def test_correct_through_the_journal(
     client: Client, opened: tuple[Memory, dict[str, str]], ws: Path
 ) -> None:
@@ -240,6 +307,54 @@ def test_text_is_escaped(client: Client, opened: tuple[Memory, dict[str, str]]) 
     assert "<script>alert(1)</script>" not in note
 
 
+def test_compiled_templates_are_kept_between_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Compiling the first page's templates costs 30-50 ms of start-up: a later
+    run loads them compiled."""
+    monkeypatch.setattr(render, "CACHE_DIR", str(tmp_path), raising=False)
+    render.environment.cache_clear()
+    try:
+        first = render.page("error.html", **_page_context())
+        render.environment.cache_clear()
+
+        def no_compiling(*args: Any, **kwargs: Any) -> Any:
+            raise AssertionError("compiled again")
+
+        monkeypatch.setattr(jinja2.Environment, "compile", no_compiling)
+        assert render.page("error.html", **_page_context()) == first
+    finally:
+        render.environment.cache_clear()
+
+
+def test_a_cache_that_cannot_be_written_is_no_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "not-a-folder"
+    folder.write_text("a file")
+    monkeypatch.setattr(render, "CACHE_DIR", str(folder), raising=False)
+    render.environment.cache_clear()
+    try:
+        assert "boom" in render.page("error.html", **_page_context())
+    finally:
+        render.environment.cache_clear()
+
+
+def _page_context() -> dict[str, Any]:
+    return {
+        "csrf": "x",
+        "path": "/",
+        "group": "main",
+        "where": "here",
+        "read_only": False,
+        "per_page": 50,
+        "params": {},
+        "qs": lambda params, **changes: "",
+        "title": "Error",
+        "message": "boom",
+    }
+
+
 def test_a_group_ui_cannot_reach_another_group(tmp_path: Path) -> None:
     root = tmp_path / "root"
     with Memory.open(root, embedder="hash") as main:
@@ -278,7 +393,8 @@ def test_read_only_shows_no_forms_and_refuses_writes(ws: Path) -> None:
         assert memory.get(item.id).is_live
 
 
-def test_it_answers_while_the_workspace_opens(ws: Path) -> None:
+def test_it_answers_while_the_workspace_opens(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(app_module, "OPEN_WAIT_SECONDS", 0.2)
     Memory.open(ws, embedder="hash").close()
     release = threading.Event()
     opened: list[Memory] = []
@@ -294,6 +410,26 @@ def test_it_answers_while_the_workspace_opens(ws: Path) -> None:
         assert waiting.headers["retry-after"] == "1"
         release.set()
         eventually(lambda: client.get("/facts").status == 200)
+    opened[0].close()
+
+
+def test_a_page_asked_while_it_opens_waits_for_it(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first page a browser asks for is the page once the workspace is open,
+    not "opening" and a reload a second later."""
+    monkeypatch.setattr(app_module, "OPEN_WAIT_SECONDS", 60.0, raising=False)
+    Memory.open(ws, embedder="hash").close()
+    opened: list[Memory] = []
+
+    def slow_open() -> Memory:
+        time.sleep(0.3)
+        opened.append(Memory.open(ws, embedder="hash"))
+        return opened[-1]
+
+    with served(slow_open) as client:
+        first = client.get("/")
+        assert first.status == 200 and "Overview" in first.body
     opened[0].close()
 
 

@@ -297,16 +297,22 @@ class Item:
     def from_dict(cls, data: dict[str, Any]) -> Item:
         """Inverse of ``to_dict``; raises ``InvalidInput`` on a malformed record."""
         try:
+            # the three times are most often one string: parsed once (a 100k
+            # snapshot is read at every open)
+            stamp = data["created_at"]
+            created = parse_time(stamp)
+            updated = data["updated_at"]
+            valid_from = data.get("valid_from")
             return cls(
                 str(data["id"]),
                 str(data["text"]),
                 str(data.get("category") or DEFAULT_CATEGORY),
                 _SOURCES[data.get("source", "user")],
                 data.get("session"),
-                parse_time(data["created_at"]),
-                parse_time(data["updated_at"]),
+                created,
+                created if updated == stamp else parse_time(updated),
                 int(data.get("hits", 0)),
-                _parse_optional_time(data.get("valid_from")),
+                created if valid_from == stamp else _parse_optional_time(valid_from),
                 _parse_optional_time(data.get("valid_to")),
                 data.get("superseded_by"),
                 data.get("user"),

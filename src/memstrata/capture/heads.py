@@ -50,6 +50,8 @@ __all__ = [
 
 DIGITS = tuple("0123456789０１２３４５６７８９")
 Head = tuple[int, int]  # where a head starts, and the mask of the alternatives it starts
+# per (slot, mask): the alternatives that need no literal, and (literal, alternatives) pairs
+_Plan = tuple[int, tuple[tuple[str, int], ...]]
 _HEAD_LEN = 16  # a head is cut short past this many characters
 _HEAD_COUNT = 64  # or when an alternative would have more heads than this
 _SMALL_CLASS = 8  # a class of at most this many literals is spelled out
@@ -343,6 +345,7 @@ class Finder:
     digits: bool  # some head holds a digit that ``\\d`` stood for
     searches: Mapping[int, HeadSearch]  # by slot
     always: frozenset[int]  # slots whose search runs whatever heads are found
+    plans: dict[Head, _Plan] = field(default_factory=dict, repr=False, compare=False)
 
 
 def finder(searches: Mapping[int, HeadSearch]) -> Finder:
@@ -427,39 +430,63 @@ def find(found: Finder, text: str, lowered: str) -> dict[int, list[Head]] | None
         return None
     out: dict[int, list[Head]] = {}
     viable: dict[Head, int] = {}  # (slot, alternatives) -> those that can match
+    holds: dict[str, bool] = {}  # literal -> whether the text holds it
     for pattern, slots, padded in found.passes:
+        at: dict[str, list[int]] = {}  # head -> where it starts, in order
         if padded:  # the character before text[pos] is at pos in " " + lowered
-            hits = [(m.start(), m[1]) for m in pattern.finditer(" " + lowered)]
+            for m in pattern.finditer(" " + lowered):
+                _add(at, m[1], m.start())
         else:
-            hits = [(m.start(), m[0] + m[m.lastindex or 0]) for m in pattern.finditer(lowered)]
-        for pos, head in hits:
+            for m in pattern.finditer(lowered):
+                _add(at, m[0] + m[m.lastindex or 0], m.start())
+        for head, positions in at.items():
             for key in slots[head]:
                 mask = viable.get(key)
                 if mask is None:
-                    mask = viable[key] = _viable(found.searches[key[0]], lowered, key[1])
-                if not mask:
-                    continue
-                if key[0] in out:
-                    out[key[0]].append((pos, mask))
-                else:
-                    out[key[0]] = [(pos, mask)]
-    if len(found.passes) > 1:
-        for positions in out.values():
-            positions.sort()
+                    mask = viable[key] = _viable(found, key, lowered, holds)
+                if mask:
+                    if key[0] not in out:
+                        out[key[0]] = []
+                    out[key[0]] += [(pos, mask) for pos in positions]
+    for hits in out.values():
+        hits.sort()
     return out
 
 
-def _viable(found: HeadSearch, lowered: str, mask: int) -> int:
-    """The alternatives in ``mask`` whose wants the text meets: the others match
-    nowhere in it."""
-    viable = 0
-    while mask:
-        bit = mask & -mask
-        mask ^= bit
-        wants = found.wants[bit.bit_length() - 1]
-        if wants is None:
-            viable |= bit
+def _add(at: dict[str, list[int]], head: str, pos: int) -> None:
+    if head in at:
+        at[head].append(pos)
+    else:
+        at[head] = [pos]
+
+
+def _plan(found: HeadSearch, mask: int) -> _Plan:
+    """The alternatives in ``mask`` that need no literal, and per literal of the
+    others' wants, the alternatives it lets match."""
+    free, by_literal = 0, dict[str, int]()
+    for n, wants in enumerate(found.wants):
+        if not mask >> n & 1:
             continue
-        if any(map(lowered.__contains__, wants)):
-            viable |= bit
+        if wants is None:
+            free |= 1 << n
+            continue
+        for literal in wants:
+            by_literal[literal] = by_literal.get(literal, 0) | 1 << n
+    return free, tuple(sorted(by_literal.items()))
+
+
+def _viable(found: Finder, key: Head, lowered: str, holds: dict[str, bool]) -> int:
+    """The alternatives of ``key`` (slot, mask) whose wants the text meets: the
+    others match nowhere in it. ``holds`` caches, per text, which literals it holds."""
+    plan = found.plans.get(key)
+    if plan is None:
+        plan = found.plans[key] = _plan(found.searches[key[0]], key[1])
+    viable, literals = plan
+    for literal, bits in literals:
+        if bits & ~viable:
+            held = holds.get(literal)
+            if held is None:
+                held = holds[literal] = literal in lowered
+            if held:
+                viable |= bits
     return viable

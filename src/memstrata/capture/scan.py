@@ -19,7 +19,9 @@ Guarantees:
   rule's own ``unless`` patterns match;
 * with ``languages=None`` the packs are picked by script: Cyrillic runs ``ru``,
   CJK runs ``zh``, any other text runs ``en`` and ``uz``;
-* with ``learned=True`` (the default) the learned scorer (``scorer.py``) then
+* with ``learned=True`` (opt-in: cross-validated against the issue-17 rules it
+  added false captures and almost no recall, docs/capture.md) the learned
+  scorer (``scorer.py``) then
   adds the durable categories the rules missed, each on one sentence of the
   message that no pack's vetoes match; it never removes a rule's entry, and
   with explicit ``languages`` it runs only on text of their script;
@@ -88,8 +90,16 @@ _MACROS = {
 }
 _RULE_KEYS = {"name", "category", "pattern", "unless", "flags", "triggers"}
 _FLAGS = {"case_sensitive"}
-_SENTENCE_END = re.compile(r"[.!?…]+(?=\s)|[。！？；\n]+|[.!?…]+$")
-_QUOTED = re.compile(r"(?<!\w)'[^'\n]+'(?!\w)|\"[^\"\n]+\"|“[^”\n]+”|«[^»\n]+»|「[^」\n]+」")
+# Both start with one character class, so ``re`` skips to a candidate in C; they
+# match as ``[.!?…]+(?=\s)|[。！？；\n]+|[.!?…]+$`` and as
+# ``(?<!\w)'[^'\n]+'(?!\w)|"[^"\n]+"|“[^”\n]+”|«[^»\n]+»|「[^」\n]+」`` do (tested).
+_SENTENCE_END = re.compile(
+    r"[.!?…。！？；\n](?:(?<=[.!?…])[.!?…]*(?=\s|\Z)|(?<=[。！？；\n])[。！？；\n]*)"
+)
+_QUOTED = re.compile(
+    r"['\"“«「](?:(?<=')(?<!\w')[^'\n]+'(?!\w)|(?<=\")[^\"\n]+\"|(?<=“)[^”\n]+”"
+    r"|(?<=«)[^»\n]+»|(?<=「)[^」\n]+」)"
+)
 _CYRILLIC = re.compile(r"[\u0400-\u04ff]")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 
@@ -462,10 +472,10 @@ def scan(
     *,
     languages: Sequence[str] | None = None,
     rules: RuleSet | None = None,
-    learned: bool = True,
+    learned: bool = False,
 ) -> list[Entry]:
     """The entries ``text`` holds, at most one per category, in message order;
-    ``learned=False``: the rules' alone, without the learned scorer."""
+    the rules' alone unless ``learned=True`` adds the learned scorer's."""
     ruleset = rules or default_rules()
     codes = tuple(languages) if languages is not None else _detect(text)
     for code in codes:

@@ -158,15 +158,15 @@ def session_compact(
 
 @click.group(name="core")
 def core_group() -> None:
-    """Core files: AGENT.md, USER.md, SOUL.md (always in the prompt)."""
+    """Core files: AGENT.md, USER.md, SOUL.md, any other core/<name>.md (always in the prompt)."""
 
 
 @core_group.command(name="show")
 @workspace_options
-@click.argument("name", type=click.Choice(["agent", "user", "soul"], case_sensitive=False))
+@click.argument("name")  # agent, user, soul, or a core file's name (the core store checks it)
 @json_option
 def core_show(workspace: str | None, group: str | None, name: str, as_json: bool) -> None:
-    """Print core file NAME."""
+    """Print core file NAME (agent, user, soul, or e.g. PROJECT.md)."""
     with open_memory(workspace, group) as memory:
         text = memory.core.read(name)
     if as_json:
@@ -177,14 +177,17 @@ def core_show(workspace: str | None, group: str | None, name: str, as_json: bool
 
 @core_group.command(name="set")
 @workspace_options
-@click.argument("name", type=click.Choice(["agent", "user", "soul"], case_sensitive=False))
+@click.argument("name")  # agent, user, soul, or a core file's name (the core store checks it)
 @click.argument("text", required=False)
 def core_set(workspace: str | None, group: str | None, name: str, text: str | None) -> None:
-    """Replace core file NAME with TEXT (or standard input); secrets are redacted."""
+    """Replace core file NAME (agent, user, soul, or e.g. PROJECT.md) with TEXT (or
+    standard input); secrets are redacted."""
+    from ..stores.core import rel  # (not at start-up)
+
     body = read_stdin() if text is None else text
     with open_memory(workspace, group) as memory:
         written = memory.core.write(name, body)
-    console.print(f"Wrote core/{name.upper()}.md ({len(written)} characters).", markup=False)
+    console.print(f"Wrote {rel(name)} ({len(written)} characters).", markup=False)
 
 
 # -- working ----------------------------------------------------------------------

@@ -5,9 +5,11 @@
   (``migrations.transcripts.q15_turn`` reads them; text, reasoning, tool
   calls and tool results kept as parts), the turn's id, seq and file in its
   meta, its time kept;
-* ``core/``, ``working/WORKING_MEMORY.md``, ``semantic/`` and ``notes/``
-  become the same files here; a file memstrata does not keep (a ``core/``
-  file other than AGENT.md, USER.md, SOUL.md ...) is skipped with the reason;
+* ``core/`` (every ``core/<name>.md``: AGENT.md, USER.md, SOUL.md and the
+  others q15 keeps, e.g. PROJECT.md), ``working/WORKING_MEMORY.md``,
+  ``semantic/`` and ``notes/`` become the same files here; a file memstrata
+  does not keep (a folder inside ``core/``, a file that is not ``.md`` ...)
+  is skipped with the reason;
 * ``history/state/``, ``history/quarantine/`` and ``cognition/`` are q15's
   own machinery: reported as skipped.
 

@@ -252,7 +252,8 @@ class BM25:
         those (a partition of a million scores costs ~7 ms on two cores)."""
         import numpy as np
 
-        rows = np.flatnonzero(scores) if sparse else None
+        # (scores are >= 0; a boolean array is found ~4x faster than floats)
+        rows = np.flatnonzero(scores > 0) if sparse else None
         if rows is not None and limit >= len(rows):
             best = rows
         elif rows is not None:

@@ -101,11 +101,8 @@ class Mirror:
             order = self._order[chunk.path] = (ids, {key: n for n, key in enumerate(ids)})
         ids, places = order
         here = places[cid]
-        return [
-            ids[n]
-            for n in range(max(here - reach, 0), min(here + reach + 1, len(ids)))
-            if n != here
-        ]
+        start = here - reach if here > reach else 0
+        return ids[start:here] + ids[here + 1 : here + 1 + reach]
 
     # -- changes -------------------------------------------------------------------
 

@@ -213,7 +213,7 @@ class PromptBuilder:
             return [(fact.heading, f"- {fact.item.text}") for fact in facts]
 
         def gated(limit: int) -> Iterator[tuple[str, str]]:
-            best = self.global_memory.top(prompt, min(limit, 60))
+            best = self.global_memory.top(prompt, min(limit, 60), fresh=False)  # as facts()
             seen = {fact.item.id for fact in best}
             for fact in best + [f for f in reversed(facts) if f.item.id not in seen]:
                 yield fact.heading, f"- {fact.item.text}"
@@ -221,17 +221,10 @@ class PromptBuilder:
         return Shared(GLOBAL_SOURCE, len(facts), whole, gated)
 
     def _core_files(self) -> builtins.list[str]:
-        """Every ``.md`` file of ``core/`` (q15 injects all of core): AGENT.md,
-        USER.md and SOUL.md first, then the others by name."""
-        named = [f"core/{file}" for file in core_layer.FILES.values()]
+        """Every core file (q15 injects all of core): AGENT.md, USER.md and
+        SOUL.md first, then the other ``core/<name>.md`` by name (``core.listed``)."""
         with storage_errors("list core/"):
-            found = self.engine.workspace.volume.list("core/")
-        others = sorted(
-            rel
-            for rel, _ in found
-            if rel.lower().endswith(".md") and rel not in named and rel.count("/") == 1
-        )
-        return [*named, *others]
+            return core_layer.listed(self.engine.workspace.volume)
 
     # -- RAM caches ------------------------------------------------------------------
 

@@ -5,10 +5,15 @@ group's context is loaded from the group *and* global memory).
   person reads there is what every other group sees (a group never opens
   global's journal or lock; global's own writes reach the file at its next
   flush, as for any reader of MEMORY.md).
+* On a database (a tenant of PostgreSQL) the source is the ``global``
+  tenant's MEMORY.md, read through the database by the tenant itself
+  (``postgres.shared``: a read-only policy lets every tenant read that one
+  file of ``global``, and nothing else of it); its ``stat`` is one row lookup,
+  the file's ``inode`` (new at every write) its change marker. The same
+  label (``groups/global/MEMORY.md``) on both backends.
 * It is read again only when the file's ``stat`` changes; one ``stat`` per
   call otherwise. No file: no global memory (and nothing is created).
-* The ``global`` group itself, and a workspace that is not a folder (a
-  database tenant), have none.
+* The ``global`` group itself has none.
 * Facts are ranked for a prompt by the same BM25 as the group's own facts
   (``context.ranking.FactRanker``), built once per change of the file. One
   object serves a Memory's search and context (the facade shares it), one
@@ -19,6 +24,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from typing import Protocol
 
 from ..context.ranking import FactRanker
 from ..index.hybrid import Hit
@@ -47,17 +53,32 @@ class GlobalFact:
         return category_title(self.item.category)
 
 
+class _Source(Protocol):
+    """Where global's MEMORY.md is read: a folder, or the database."""
+
+    def stat(self, rel: str) -> Stat | None: ...
+
+    def read(self, rel: str) -> bytes | None: ...
+
+
+def _source(workspace: Workspace) -> _Source | None:
+    """Global's MEMORY.md as ``workspace``'s group reads it (None: it has none)."""
+    if workspace.url is not None:
+        from ..postgres.shared import global_file  # the driver only on a database
+
+        return global_file(workspace.volume)
+    here = workspace.path.resolve()
+    folder = workspace.root / "groups" / GLOBAL
+    if workspace.group == GLOBAL or folder.resolve() == here:
+        return None
+    return DiskVolume(folder)
+
+
 class GlobalMemory:
     """The live facts of the ``global`` group next to ``workspace`` (see the module)."""
 
     def __init__(self, workspace: Workspace) -> None:
-        here = workspace.path.resolve() if workspace.url is None else None
-        folder = workspace.root / "groups" / GLOBAL
-        self._volume = (
-            DiskVolume(folder)
-            if here is not None and workspace.group != GLOBAL and folder.resolve() != here
-            else None
-        )
+        self._volume = _source(workspace)
         self._stat: Stat | None = None
         self._facts: list[GlobalFact] = []
         self._ranker = FactRanker()
@@ -81,10 +102,12 @@ class GlobalMemory:
         self._load(info, data)
         return self._facts
 
-    def top(self, prompt: str, k: int) -> list[GlobalFact]:
-        """The ``k`` global facts that best match ``prompt``, best first."""
+    def top(self, prompt: str, k: int, *, fresh: bool = True) -> list[GlobalFact]:
+        """The ``k`` global facts that best match ``prompt``, best first;
+        ``fresh=False``: of the facts as last read (no ``stat``: a caller that
+        has just called ``facts``)."""
         with self._lock:
-            by_id = {fact.item.id: fact for fact in self._current()}
+            by_id = {fact.item.id: fact for fact in (self._current() if fresh else self._facts)}
             if not by_id:
                 return []
             ranked = self._ranker.top(prompt, k)

@@ -24,6 +24,12 @@ row-level security that keeps tenants apart.
   tenant without knowing it first; a query without that setting (or with the
   digest of no live token) sees no token of any tenant, and only the owner of
   a token can compute its digest.
+* **Global memory** (``0007_global_memory``): the ``global`` tenant's
+  MEMORY.md rows (``memstrata_volume`` and its parts), and no other row of
+  it, are readable by a transaction that has a tenant set and
+  ``memstrata.read_global`` on (``shared``), as a group in a folder reads
+  ``groups/global/MEMORY.md``; one more policy, for reads only. No query that
+  does not turn the setting on sees them, and no tenant can write them.
 * **pgvector** (``CREATE EXTENSION vector``) needs a superuser on a server
   where it is not trusted: the administrator creates it once per database
   (``IF NOT EXISTS`` then does nothing for the app's role).
@@ -52,10 +58,12 @@ if TYPE_CHECKING:
     from .connect import Connection
 
 __all__ = [
+    "GLOBAL_TENANT",
     "HNSW_EF_CONSTRUCTION",
     "HNSW_M",
     "MIGRATIONS",
     "MIGRATION_LOCK",
+    "READ_GLOBAL_SETTING",
     "TENANT_TABLES",
     "VECTOR_DIM",
     "migrate",
@@ -349,3 +357,25 @@ CREATE POLICY by_digest ON memstrata_tokens FOR SELECT
 
 MIGRATIONS += (("0005_tokens", _TOKENS), ("0006_hnsw", _HNSW))
 TENANT_TABLES += ("memstrata_tokens",)
+
+
+# -- 0007: global memory, readable by every tenant (the file mode's group rule) --------------
+
+GLOBAL_TENANT = "global"
+READ_GLOBAL_SETTING = "memstrata.read_global"
+
+# For reads only, and only where a transaction asks for it (``postgres.shared``
+# sets READ_GLOBAL_SETTING): every other query of a tenant, which relies on the
+# tenant policy alone to pick its rows, never sees a row of ``global``. Writes
+# stay under the tenant policy (a permissive SELECT policy adds no write).
+_SHARED_ROW = f"""
+    tenant = '{GLOBAL_TENANT}' AND path = 'MEMORY.md'
+    AND {_TENANT} IS NOT NULL
+    AND current_setting('{READ_GLOBAL_SETTING}', true) = 'on'
+"""
+_GLOBAL_MEMORY = f"""
+CREATE POLICY global_memory ON memstrata_volume FOR SELECT USING ({_SHARED_ROW});
+CREATE POLICY global_memory ON memstrata_volume_parts FOR SELECT USING ({_SHARED_ROW});
+"""
+
+MIGRATIONS += (("0007_global_memory", _GLOBAL_MEMORY),)

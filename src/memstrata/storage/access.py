@@ -16,7 +16,7 @@ caller names is accepted only when it is one of the allowed files (the
 
 * ``MEMORY.md`` (also named ``memory.md``, seed 001's other spelling)
 * ``memory/<name>.md``          daily notes and other memory markdown
-* ``core/AGENT.md``  ``core/USER.md``  ``core/SOUL.md``
+* ``core/<name>.md``            AGENT.md, USER.md, SOUL.md and any other (q15)
 * ``working/WORKING_MEMORY.md``
 * ``semantic/<name>.md``
 * ``notes/inbox/<name>.md``  ``notes/zettel/<name>.md``  ``notes/maps/<name>.md``

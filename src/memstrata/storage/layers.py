@@ -11,7 +11,8 @@ within one path segment) and no ``exclude`` glob that does.
 Each layer has its own module, each function taking a ``Workspace`` and explicit
 arguments (no configuration is read here):
 
-* ``core``     — core/AGENT.md, USER.md, SOUL.md: read and write by name;
+* ``core``     — core/AGENT.md, USER.md, SOUL.md (and any other core/<name>.md,
+  as q15 keeps): read and write by name;
 * ``working``  — working/WORKING_MEMORY.md: sections of bullet items, bounded;
 * ``semantic`` — semantic/facts.md, preferences.md, projects.md: bullet items;
 * ``notebook`` — notes/inbox, notes/zettel, notes/maps: notes and their links;
@@ -66,13 +67,9 @@ class Layer:
 _DAY = "[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]"
 
 LAYERS: tuple[Layer, ...] = (
-    # core/AGENT.md, USER.md, SOUL.md: who the agent is and who the user is, every turn.
-    Layer(
-        "core",
-        Policy.ALWAYS,
-        ("core/*.md",),
-        ("core/AGENT.md", "core/USER.md", "core/SOUL.md"),
-    ),
+    # core/AGENT.md, USER.md, SOUL.md (and any other core/<name>.md, as q15 keeps):
+    # who the agent is and who the user is, every turn.
+    Layer("core", Policy.ALWAYS, ("core/*.md",), ("core/*.md",)),
     # working/WORKING_MEMORY.md: bounded active state (priorities, tasks, threads, progress).
     Layer("working", Policy.ALWAYS, ("working/*.md",), ("working/WORKING_MEMORY.md",)),
     # SESSION-STATE.md of the live session: what was captured from it so far.

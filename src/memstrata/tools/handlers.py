@@ -86,7 +86,13 @@ def _turn(turn: Turn) -> dict[str, Any]:
 
 def _search(memory: Memory, args: Mapping[str, Any]) -> dict[str, Any]:
     layers = None if args["layer"] is None else [args["layer"]]
-    found = memory.search(args["query"], k=args["k"], layers=layers, session=args["session"])
+    found = memory.search(
+        args["query"],
+        k=args["k"],
+        layers=layers,
+        session=args["session"],
+        sessions=args["sessions"],
+    )
     return {"hits": [hit(each) for each in found]}
 
 

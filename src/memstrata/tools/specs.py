@@ -24,12 +24,13 @@ from ..model import CATEGORY_TITLES, Source
 from ..storage.layers import SEARCHABLE
 from .schema import Schema, array, boolean, count, integer, nullable, obj, string
 
-__all__ = ["FACT_TOOLS", "GROUP", "MAX_LINES", "Spec", "hints"]
+__all__ = ["FACT_TOOLS", "GROUP", "MAX_LINES", "MAX_SESSIONS", "Spec", "hints"]
 
 MAX_LINES = 400
 MAX_K = 50
 MAX_LIST = 200
 MAX_TEXT = 20_000
+MAX_SESSIONS = 100  # sessions one search may name (NanoClaw's list of chats)
 
 GROUP = string(
     "Another group's memory instead of your own: 'global' for the memory shared by every "
@@ -195,6 +196,11 @@ FACT_TOOLS: tuple[Spec, ...] = (
             "k": integer("how many hits at most", 1, MAX_K, 8),
             "layer": string("only this layer", enum=tuple(sorted(SEARCHABLE))),
             "session": string("only this conversation's transcript and notes"),
+            "sessions": array(
+                "only these conversations' transcripts and notes (e.g. a list of chats)",
+                string("a conversation", min_length=1, max_length=200),
+                max_items=MAX_SESSIONS,
+            ),
         },
         ("query",),
         list_of("hits", HIT, "the best matches, best first"),

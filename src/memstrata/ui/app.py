@@ -16,8 +16,12 @@ Invariants:
   UI holds that group's ``Memory`` only, so it cannot name another group's
   facts or files.
 * **It answers at once**: given an opener instead of a ``Memory``, it serves
-  while the workspace opens on a thread (a 100k-fact workspace takes seconds)
-  and every page says "opening" (503, ``Retry-After: 1``) until it is open.
+  while the workspace opens on a thread (a 100k-fact workspace takes seconds):
+  a request waits for it up to ``OPEN_WAIT_SECONDS`` (so the first page a
+  browser asks for is usually the page, not a reload later), and is then
+  answered "opening" (503, ``Retry-After: 1``, reloading itself) until it is open.
+  What is not needed for a page waits until one was sent (``served``): the
+  warm-up (the embedding model, the index in RAM) and the health check.
 * A ``MemstrataError`` is an error page with its message and a status
   (400, 403, 404, 409, 503); anything else is a 500 page saying so, and its
   traceback goes to stderr, never to the page.
@@ -33,6 +37,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlencode
 
 from starlette.applications import Starlette
+from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
@@ -78,6 +83,9 @@ _STATUS: list[tuple[type[MemstrataError], int]] = [
     (StorageError, 503),
 ]
 MAX_FORM_BYTES = 64 * 1024
+# A request made while the workspace opens waits this long for it before it is
+# answered "opening" (the page then reloads itself every second).
+OPEN_WAIT_SECONDS = 2.0
 
 Handler = Callable[[Request], Awaitable[Response]]
 
@@ -91,6 +99,8 @@ class _App:
         self.memory: Memory | None = None
         self.views: Views | None = None
         self.failed: str | None = None
+        self.opened = threading.Event()  # set once the workspace is open (or failed to)
+        self.served = threading.Event()  # set once a page was sent
         if isinstance(source, Memory):
             self._ready(source)
         else:  # serve at once; pages say "opening" until the workspace is open
@@ -99,6 +109,7 @@ class _App:
     def _ready(self, memory: Memory) -> None:
         self.views = Views(memory, Pages(memory), Timeline(memory))
         self.memory = memory
+        self.opened.set()
 
     def _open(self, opener: Callable[[], Memory]) -> None:
         try:
@@ -109,6 +120,8 @@ class _App:
         except Exception:
             self.failed = _INTERNAL
             log.exception("memstrata ui: cannot open the workspace")
+        finally:
+            self.opened.set()  # what waits for it stops waiting, opened or not
 
     def html(self, template: str, request: Request, code: int = 200, **data: Any) -> Response:
         memory = self.memory
@@ -129,8 +142,11 @@ class _App:
         status = next((code for kind, code in _STATUS if isinstance(exc, kind)), 500)
         return self.html("error.html", request, status, title="Error", message=str(exc))
 
-    def not_ready(self, request: Request) -> Response | None:
-        """The page to show while the workspace opens (or why it did not), else None."""
+    async def not_ready(self, request: Request) -> Response | None:
+        """The page to show while the workspace opens (or why it did not), else
+        None; a request waits up to ``OPEN_WAIT_SECONDS`` for it to open first."""
+        if self.views is None and self.failed is None:
+            await run_in_threadpool(self.opened.wait, OPEN_WAIT_SECONDS)
         if self.views is not None:
             return None
         if self.failed is not None:
@@ -143,7 +159,7 @@ class _App:
         """A GET endpoint: view ``name`` (``Views``) gives the template and its data."""
 
         async def endpoint(request: Request) -> Response:
-            refused = self.refuse(request) or self.not_ready(request)
+            refused = self.refuse(request) or await self.not_ready(request)
             if refused is not None:
                 return refused
             params = dict(request.query_params)
@@ -152,7 +168,9 @@ class _App:
                 template, data = await run_in_threadpool(
                     self._locked, view, params, **request.path_params
                 )
-                return self.html(template, request, **data)
+                response = self.html(template, request, **data)
+                response.background = BackgroundTask(self._sent, name)
+                return response
             except MemstrataError as exc:
                 return self.error(request, exc)
             except Exception:
@@ -165,7 +183,7 @@ class _App:
         """A POST endpoint: verb ``name`` (``Views``) writes and names the page to go to."""
 
         async def endpoint(request: Request) -> Response:
-            refused = self.refuse(request) or self.not_ready(request)
+            refused = self.refuse(request) or await self.not_ready(request)
             if refused is not None:
                 return refused
             verb = getattr(self.views, name)
@@ -221,6 +239,13 @@ class _App:
                 headers=_HEADERS,
             )
         return None
+
+    def _sent(self, name: str) -> None:
+        """After page ``name`` was sent: the Overview's health check when due, and
+        ``served`` (what waits for the first page, such as the warm-up, may start)."""
+        if name == "overview" and self.views is not None:
+            self.views.health.due()
+        self.served.set()
 
     def _text_of(self, item_id: str) -> str:
         """The fact's text, for the confirmation ("" when there is none)."""

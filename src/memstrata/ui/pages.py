@@ -19,11 +19,12 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
+from datetime import time as dtime
 from typing import Any
 
 from ..errors import InvalidInput, MemstrataError, NotFound
 from ..memory import Memory
-from ..model import Item, normalize_category, now
+from ..model import Item, Source, normalize_category, now
 from ..storage.access import resolve_rel
 from ..storage.workspace import session_stem
 from ..stores import transcripts as history
@@ -278,23 +279,29 @@ def _cut(info: history.SessionInfo) -> int:
 
 
 def _count(items: Iterable[Item], forgotten_at: list[datetime]) -> Overview:
+    """One pass over the facts (100k at start-up: kept lean); only the days of
+    the chart are counted (from a day before its first, whatever the zone)."""
     live = superseded = 0
     categories: Counter[str] = Counter()
-    sources: Counter[str] = Counter()
+    sources: Counter[Source] = Counter()
     today = now().astimezone(UTC).date()
     first = today - timedelta(days=CHART_DAYS - 1)
+    cut = datetime.combine(first - timedelta(days=1), dtime.min, tzinfo=UTC)
     added: Counter[date] = Counter()
     retired: Counter[date] = Counter()
     for item in items:
-        if item.is_live:
+        valid_to = item.valid_to
+        if valid_to is None:
             live += 1
             categories[item.category] += 1
-            sources[item.source.value] += 1
+            sources[item.source] += 1
         else:
             superseded += 1
-            if item.valid_to is not None:
-                retired[item.valid_to.date()] += 1
-        added[item.created_at.date()] += 1
+            if valid_to >= cut:
+                retired[valid_to.date()] += 1
+        created = item.created_at
+        if created >= cut:
+            added[created.date()] += 1
     gone = Counter(at.date() for at in forgotten_at)
     days = [
         {
@@ -310,7 +317,7 @@ def _count(items: Iterable[Item], forgotten_at: list[datetime]) -> Overview:
         superseded,
         len(forgotten_at),
         categories.most_common(),
-        sources.most_common(),
+        [(source.value, n) for source, n in sources.most_common()],
         days,
     )
 

@@ -29,7 +29,7 @@ from ..errors import InvalidInput, MemstrataError, NotFound
 from ..index.why import Why
 from ..memory import Memory
 from ..storage.layers import SEARCHABLE
-from ..stores.core import FILES as CORE_FILES
+from ..stores.core import listed as core_files
 from .history import Timeline
 from .pages import PER_PAGE, FactFilter, Pages, read_guarded
 
@@ -77,7 +77,9 @@ def _lines(value: str) -> tuple[int, int]:
 
 class Health:
     """``doctor``'s findings, found on a thread at most once a ``HEALTH_SECONDS``
-    (it reads every file: seconds at 100k facts), so a page never waits for it."""
+    (it reads every file: seconds at 100k facts), so a page never waits for it.
+    A page shows ``latest()``; the app calls ``due()`` once the Overview was
+    sent, so the check's process does not slow the page that asked for it."""
 
     def __init__(self, memory: Memory) -> None:
         self.memory = memory
@@ -87,8 +89,12 @@ class Health:
         self._running = False
 
     def latest(self) -> tuple[list[dict[str, str]], float | None]:
-        """The last findings and when they were found (None: not yet); starts a
-        new check when they are older than ``HEALTH_SECONDS``."""
+        """The last findings and when they were found (None: not yet)."""
+        with self._lock:
+            return self._found, self._at
+
+    def due(self) -> None:
+        """Start a check on a thread when the findings are older than ``HEALTH_SECONDS``."""
         with self._lock:
             stale = self._at is None or time.monotonic() - self._at > HEALTH_SECONDS
             if stale and not self._running:
@@ -96,7 +102,6 @@ class Health:
                 thread = threading.Thread(target=self._check, name="memstrata-ui-doctor")
                 thread.daemon = True
                 thread.start()
-            return self._found, self._at
 
     def _check(self) -> None:
         try:
@@ -380,7 +385,7 @@ class Views:
         memory = self.memory
         volume = memory.workspace.volume
         groups = {
-            "core": [f"core/{name}" for name in CORE_FILES.values()],
+            "core": core_files(volume),
             "working": ["working/WORKING_MEMORY.md"],
             "long-term": ["MEMORY.md"],
             "daily notes": [rel for rel, _ in volume.list("memory/") if rel.endswith(".md")][-31:],

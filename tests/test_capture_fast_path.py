@@ -1,0 +1,61 @@
+"""The scanner's fast path finds exactly what the plain reference finds.
+
+The reference is ``load_rules(use_triggers=False)``: every category's pattern
+searched over the whole text. The fast path (heads, triggers, the sentence and
+quote regexes written to start with one character class) must give the same
+entries on every message of the corpus, alone and joined into the 200-character
+messages the speed bar is measured on.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memstrata.capture import scan as scan_module
+from memstrata.capture.scan import load_rules, scan
+
+CORPUS = Path(__file__).parent / "data" / "capture"
+
+# The patterns as first written (one alternation each): the reference.
+SENTENCE_END = re.compile(r"[.!?…]+(?=\s)|[。！？；\n]+|[.!?…]+$")
+QUOTED = re.compile(r"(?<!\w)'[^'\n]+'(?!\w)|\"[^\"\n]+\"|“[^”\n]+”|«[^»\n]+»|「[^」\n]+」")
+ALPHABET = "ab Я好.!?…。！？；\n'\"“”«»「」_1 "
+
+
+def texts() -> list[str]:
+    out = []
+    for path in sorted(CORPUS.rglob("*.jsonl")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                out.append(str(json.loads(line)["text"]))
+    return out
+
+
+def spans(pattern: re.Pattern[str], text: str) -> list[tuple[int, int]]:
+    return [match.span() for match in pattern.finditer(text)]
+
+
+@settings(
+    max_examples=400,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(st.text(alphabet=ALPHABET, max_size=40))
+def test_the_sentence_and_quote_regexes_match_as_the_reference(text: str) -> None:
+    assert spans(scan_module._SENTENCE_END, text) == spans(SENTENCE_END, text)
+    assert spans(scan_module._QUOTED, text) == spans(QUOTED, text)
+
+
+def test_the_fast_path_matches_the_reference_on_joined_messages() -> None:
+    fast, reference = load_rules(), load_rules(use_triggers=False)
+    corpus = texts()
+    joined = [" ".join(corpus[start : start + 6])[:200] for start in range(0, len(corpus), 2)]
+    for text in corpus + joined:
+        assert scan(text, rules=fast, learned=False) == scan(
+            text, rules=reference, learned=False
+        ), text
