@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_CACHE_SIZE", "VectorCache"]
 
-DEFAULT_CACHE_SIZE = 4096  # about 6 MB of 384-dimension vectors
+DEFAULT_CACHE_SIZE = 1024  # 1.5 MB of 384-dimension vectors, per Memory (a server holds many)
 
 
 def _key(name: str, text: str) -> tuple[str, bytes]:
