@@ -87,7 +87,11 @@ def test_a_lone_surrogate_is_a_text_like_any_other() -> None:
     assert model.seen == ["bad \ud800 text"]
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(st.lists(st.lists(st.sampled_from(["a", "b", "c", "d", "e", "ok", ""]), max_size=6)))
 def test_always_the_models_vectors_in_input_order(calls: list[list[str]]) -> None:
     model, cache = Counting(), VectorCache(size=3)
