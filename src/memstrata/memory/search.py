@@ -61,6 +61,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from ..embed import Embedder
+    from ..embed.cache import VectorCache
 
 __all__ = ["IndexOpener", "IndexReport", "Searcher"]
 
@@ -516,20 +517,18 @@ class Searcher:
         missing = sorted(
             cid for cid in index.unembedded if index.chunks[cid].layer not in UNEMBEDDED
         )
+        if state.vector_cache is None:
+            from ..embed.cache import VectorCache  # not at import: the CLI starts fast
+
+            state.vector_cache = VectorCache()
         done = 0
         for start in range(0, len(missing), EMBED_BATCH):
             # a chunk another process removed meanwhile is gone from the mirror
             batch = [cid for cid in missing[start : start + EMBED_BATCH] if cid in index.chunks]
-            bodies = [index.chunks[cid].body for cid in batch]
-            unique = list(dict.fromkeys(bodies))  # repeated texts ("ok", "thanks") once
-            matrix = embedder.embed(unique)
-            row_of = {body: row for row, body in enumerate(unique)}
+            # repeated texts ("ok", "I see."), in the batch or seen before: embedded once
+            matrix = state.vector_cache.embed(embedder, [index.chunks[c].body for c in batch])
             index.set_vectors(
-                embedder.name,
-                {
-                    cid: matrix[row_of[body]].tobytes()
-                    for cid, body in zip(batch, bodies, strict=True)
-                },
+                embedder.name, {cid: matrix[row].tobytes() for row, cid in enumerate(batch)}
             )
             done += len(batch)
             if progress is not None:
@@ -582,6 +581,7 @@ class _SearchState:
         self.resets = index.resets  # of the index's mirror, when synced
         self.vectors = Vectors()
         self.lexical = Lexical()
+        self.vector_cache: VectorCache | None = None  # texts embedded lately (embed.cache)
         self.embedder: Embedder | None = None
         self.embedder_error: str | None = None
         self.embedder_name = "not loaded yet"
