@@ -35,8 +35,6 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import numpy as np  # noqa: E402
-
 import memstrata.capture.scan as scan_module  # noqa: E402
 from memstrata.capture.scorer import DURABLE, Model, additions  # noqa: E402
 from train_capture import LANGUAGES, load_corpus, train  # noqa: E402
@@ -93,7 +91,13 @@ def report(table: Counts) -> dict[str, Any]:
 
 
 def as_model(trained: Any) -> Model:
-    return Model(np, trained.names, trained.weights, trained.rules, trained.bias, trained.threshold)
+    return Model(
+        trained.names,
+        trained.weights.tolist(),
+        trained.rules.tolist(),
+        trained.bias.tolist(),
+        trained.threshold,
+    )
 
 
 def cross_validate(messages: list[dict[str, Any]], options: dict[str, Any]) -> dict[str, Any]:

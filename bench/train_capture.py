@@ -16,12 +16,11 @@ paraphrases and hard negatives written before the rules that cover them) and
 
 Run::
 
-    .venv/bin/python bench/train_capture.py      # writes src/memstrata/capture/data/scorer.npz
+    .venv/bin/python bench/train_capture.py      # writes src/memstrata/capture/data/scorer.bin
 """
 
 from __future__ import annotations
 
-import io
 import json
 import sys
 from collections import Counter
@@ -32,11 +31,11 @@ from typing import Any
 import numpy as np
 
 from memstrata.capture.scan import scan
-from memstrata.capture.scorer import DURABLE, RULE_CATEGORIES, THRESHOLD, features
+from memstrata.capture.scorer import DURABLE, RULE_CATEGORIES, THRESHOLD, dump_model, features
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "data" / "capture"
-OUT = ROOT / "src" / "memstrata" / "capture" / "data" / "scorer.npz"
+OUT = ROOT / "src" / "memstrata" / "capture" / "data" / "scorer.bin"
 LANGUAGES = ("en", "uz", "ru", "zh")
 FOLDERS = {
     "original": CORPUS,
@@ -124,18 +123,18 @@ def train(
 
 
 def save(model: Trained, path: Path = OUT) -> int:
+    """Write ``model`` in the scorer's own format (``scorer.dump_model``: the
+    loader needs no numpy); returns the file's size."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    buffer = io.BytesIO()
-    np.savez_compressed(
-        buffer,
-        names=np.array(model.names),
-        weights=model.weights.astype(np.float16),
-        rules=model.rules.astype(np.float32),
-        bias=model.bias.astype(np.float32),
-        threshold=np.array(model.threshold),
+    data = dump_model(
+        model.names,
+        model.weights.astype(np.float32).tolist(),
+        model.rules.astype(np.float32).tolist(),
+        model.bias.astype(np.float32).tolist(),
+        float(model.threshold),
     )
-    path.write_bytes(buffer.getvalue())
-    return len(buffer.getvalue())
+    path.write_bytes(data)
+    return len(data)
 
 
 def main() -> int:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
+import struct
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -104,36 +107,123 @@ def test_without_weights_the_rules_answer_alone(monkeypatch: pytest.MonkeyPatch)
     assert cats("please use Kafka in the docs") == set()
 
 
-def test_a_corrupt_weights_file_disables_the_scorer(monkeypatch: pytest.MonkeyPatch) -> None:
-    class Broken:
-        def joinpath(self, *parts: str) -> Broken:
-            return self
+WEIGHTS = ROOT / "src" / "memstrata" / "capture" / "data" / "scorer.bin"
 
-        def open(self, mode: str) -> object:
-            raise OSError("gone")
 
-    monkeypatch.setattr(scorer.resources, "files", lambda package: Broken())
-    scorer.load_model.cache_clear()
-    try:
-        assert scorer.load_model() is None
-    finally:
-        monkeypatch.undo()
+def numpy_model(data: bytes) -> dict[str, object]:
+    """The weights file read with numpy, independently of ``scorer.parse_model``."""
+    (length,) = struct.unpack_from("<I", data, len(scorer.MAGIC))
+    start = len(scorer.MAGIC) + 4
+    header = json.loads(data[start : start + length])
+    names_end = start + length + header["names_bytes"]
+    names = data[start + length : names_end].decode("utf-8").split("\n")
+    weights = np.frombuffer(data, dtype="<f2", offset=names_end).reshape(len(names), -1)
+    return {
+        "rows": {name: row for row, name in enumerate(names)},
+        "weights": weights.astype(np.float64),
+        "rules": np.array(header["rules"], dtype=np.float64),
+        "bias": np.array(header["bias"], dtype=np.float64),
+    }
+
+
+def numpy_logits(reference: dict[str, object], text: str, hits: set[str]) -> np.ndarray:
+    rows, weights = reference["rows"], reference["weights"]
+    assert isinstance(rows, dict) and isinstance(weights, np.ndarray)
+    picked = [rows[name] for name in scorer.features(text) if name in rows]
+    rules = [at for at, category in enumerate(scorer.RULE_CATEGORIES) if category in hits]
+    total = reference["bias"] + weights[picked].sum(axis=0) + reference["rules"][rules].sum(axis=0)  # type: ignore[index, operator]
+    return total  # type: ignore[no-any-return]
+
+
+def test_the_scorer_computes_numpys_logits_on_the_whole_corpus() -> None:
+    model = scorer.load_model()
+    assert model is not None
+    reference = numpy_model(WEIGHTS.read_bytes())
+    hit_sets = [set(), {"preference"}, {"decision", "specific_value"}, {"remember", "correction"}]
+    for path in sorted(CORPUS.rglob("*.jsonl")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            text = json.loads(line)["text"]
+            for hits in hit_sets:
+                expected = numpy_logits(reference, text, hits)
+                assert np.allclose(model.logits(text, hits), expected, rtol=0, atol=1e-6), text
+
+
+def test_loading_and_scoring_import_no_numpy() -> None:
+    code = (
+        "import sys\n"
+        "from memstrata.capture import scorer\n"
+        "from memstrata.capture.scan import scan\n"
+        "assert scorer.load_model() is not None\n"
+        "scan('note for later: call the bank. I prefer tea, not coffee.')\n"
+        "print('numpy' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_dump_and_parse_round_trip_within_float16() -> None:
+    names = ["^", "bank", "bank~", "ban#", "call bank"]
+    weights = [[0.5 * r + 0.125 * c for c in range(5)] for r in range(len(names))]
+    rules = [[0.1 * r] * 5 for r in range(6)]
+    data = scorer.dump_model(names, weights, rules, [0.25, -0.5, 1.0, 0.0, -1.0], 0.4)
+    model = scorer.parse_model(data)
+    assert sorted(model.index, key=model.index.__getitem__) == names
+    assert [list(model.row(at)) for at in range(len(names))] == weights  # exact in float16
+    assert model.rules == [tuple(row) for row in rules]
+    assert model.bias == (0.25, -0.5, 1.0, 0.0, -1.0)
+    assert model.logits("call bank", ()) == scorer.Model(
+        names, weights, rules, model.bias, 0.4
+    ).logits("call bank", ())
+    with pytest.raises(ValueError):
+        scorer.dump_model(["two\nlines"], [[0.0] * 5], rules, [0.0] * 5)
+
+
+def test_a_missing_or_damaged_weights_file_disables_the_scorer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    good = WEIGHTS.read_bytes()
+    damaged = {
+        "missing": None,
+        "empty": b"",
+        "magic": b"NOTMAGIC" + good[8:],
+        "truncated": good[:-1],
+        "longer": good + b"\0\0",
+        "header": good[:12] + b"{" * 20 + good[32:],
+        "directory": "dir",
+    }
+    for name, data in damaged.items():
+        path = tmp_path / name
+        if data == "dir":
+            path.mkdir()
+        elif isinstance(data, bytes):
+            path.write_bytes(data)
+        monkeypatch.setattr(scorer, "WEIGHTS", path)
         scorer.load_model.cache_clear()
+        try:
+            assert scorer.load_model() is None, name
+            assert scorer.additions("note for later: call the bank", set()) == []
+        finally:
+            scorer.load_model.cache_clear()
+    monkeypatch.undo()
     assert scorer.load_model() is not None
 
 
-def test_the_shipped_weights_are_small_and_match_the_features() -> None:
-    path = ROOT / "src" / "memstrata" / "capture" / "data" / "scorer.npz"
-    assert path.stat().st_size < 500_000
-    model = scorer.load_model()
-    assert model is not None
-    rows = {**model.index, **{f"{a} {b}": row for (a, b), row in model.pairs.items()}}
-    for text in ("hey, this is Priya from the billing team", "记一下：备份电脑", "не забудь"):
-        expected = model.bias + sum(
-            (model.weights[rows[name]] for name in scorer.features(text) if name in rows),
-            np.zeros(len(scorer.DURABLE), dtype=np.float32),
-        )
-        assert np.allclose(model.logits(text, ()), expected, atol=1e-3)
+@settings(
+    max_examples=200,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(st.binary(max_size=200), st.integers(min_value=0, max_value=2000))
+def test_parse_model_refuses_any_damage_with_value_error(noise: bytes, cut: int) -> None:
+    good = WEIGHTS.read_bytes()
+    for data in (noise, scorer.MAGIC + noise, good[:cut] + noise):
+        with contextlib.suppress(ValueError):
+            scorer.parse_model(data)
+
+
+def test_the_shipped_weights_are_small() -> None:
+    assert WEIGHTS.stat().st_size < 500_000
+    assert not WEIGHTS.with_name("scorer.npz").exists()
 
 
 @settings(

@@ -64,6 +64,39 @@ def test_importing_memstrata_loads_no_engine_until_memory_is_used() -> None:
     assert "memstrata.memory" in _imported_after("from memstrata import Memory")
 
 
+@pytest.mark.slow  # a fresh interpreter
+def test_observe_loads_no_numpy_nor_onnxruntime(home: str) -> None:
+    """A shell hook's per-message ``observe``, the learned scorer included."""
+    code = (
+        "from memstrata.cli import cli\n"
+        f"cli.main(['observe', '-w', {home!r}, '-s', 's1', 'note for later: call the bank. "
+        "I prefer tea, not coffee.'], standalone_mode=False)"
+    )
+    loaded = _imported_after(code)
+    assert "memstrata.capture.scorer" in loaded and "memstrata.memory" in loaded
+    assert not [name for name in ("numpy", "onnxruntime", "tokenizers") if name in loaded]
+    # nor the index side of Memory (search, the prompt context): built on first use
+    index_side = ("memstrata.memory.search", "memstrata.memory.context", "memstrata.index.hybrid")
+    assert not [name for name in index_side if name in loaded]
+
+
+@pytest.mark.slow  # a fresh interpreter
+def test_the_mcp_server_is_built_without_the_engine() -> None:
+    """What ``memstrata mcp`` does before it answers ``initialize``: the memory
+    opens afterwards, in a background thread (``mcp_server._Served``)."""
+    pytest.importorskip("mcp", reason="the mcp extra is not installed")
+    code = (
+        "import memstrata.cli.serve\n"
+        "from memstrata.mcp_server import build_server\n"
+        "build_server(lambda: None)"
+    )
+    loaded = _imported_after(code)
+    assert "memstrata.mcp_server.toolset" in loaded
+    assert not [name for name in HEAVY if name in loaded]
+    engine = ("memstrata.index", "memstrata.tools.handlers", "memstrata.tools.calls")
+    assert not [name for name in loaded if name.startswith(engine)]
+
+
 def test_version_runs_without_the_engine() -> None:
     result = run("--version")
     assert result.exit_code == 0 and result.output.startswith("memstrata, version ")

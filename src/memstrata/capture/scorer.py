@@ -14,29 +14,49 @@ regression, one weight vector per category, over
 
 Weights are trained by ``bench/train_capture.py`` (numpy, fixed seed, no
 randomness in the optimiser) from the labelled corpus and shipped in
-``capture/data/scorer.npz``; its figures, cross-validated by language and by
-author, are measured by ``bench/capture_cv.py`` (docs/capture.md).
+``capture/data/scorer.bin`` (``dump_model``'s format, read without numpy: a
+shell hook's ``observe`` does not pay numpy's import); its figures,
+cross-validated by language and by author, are measured by
+``bench/capture_cv.py`` (docs/capture.md).
+
+The weights file: ``MAGIC``, the header's length (4 bytes, little-endian),
+the header (UTF-8 JSON: ``durable``, ``rule_categories``, ``threshold``,
+``rules`` and ``bias`` as lists of floats, ``names`` and ``names_bytes``),
+the feature names (UTF-8, one per line, ``names_bytes`` long), then one row of
+``len(durable)`` little-endian float16 weights per name. A logit is the
+sum, in float64 (``math.fsum``), of the bias, the rows of the text's features
+and the rows of the rules' verdicts (within 1e-6 of numpy's float64 sum of the
+same rows: tests/test_capture_scorer.py).
 
 Guarantees: ``features`` is a pure function of the text; the model is read
-once, lazily (numpy is imported only then); a missing or unreadable weights
-file disables the scorer (the rules alone answer) rather than failing a scan;
-``additions`` never raises on any text and never proposes a category the
-rules found.
+once, lazily; a missing, unreadable or malformed weights file (wrong magic,
+lengths, categories or shapes) disables the scorer (the rules alone answer)
+rather than failing a scan; ``additions`` never raises on any text and never
+proposes a category the rules found.
 """
 
 from __future__ import annotations
 
+import json
+import math
 import re
+import struct
 import threading
 from collections.abc import Collection, Sequence
 from functools import lru_cache
-from importlib import resources
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any
 
-if TYPE_CHECKING:
-    import numpy as np
-
-__all__ = ["DURABLE", "RULE_CATEGORIES", "Model", "additions", "features", "load_model"]
+__all__ = [
+    "DURABLE",
+    "RULE_CATEGORIES",
+    "Model",
+    "additions",
+    "dump_model",
+    "features",
+    "load_model",
+    "parse_model",
+]
 
 DURABLE = ("correction", "proper_noun", "preference", "decision", "remember")
 RULE_CATEGORIES = (
@@ -48,6 +68,9 @@ RULE_CATEGORIES = (
     "remember",
 )
 THRESHOLD = 0.5
+MAGIC = b"MSSCORE1"
+WEIGHTS = Path(__file__).with_name("data") / "scorer.bin"
+_LENGTH = struct.Struct("<I")
 _TOKEN = re.compile(
     r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]|[^\W\d_]+|\d+|[?？!！:：,，;；—-]"
 )
@@ -55,6 +78,8 @@ _WORDS = re.compile(r"[^\W\d_]+|\d+|[?？!！:：,，;；—-]")  # _TOKEN for t
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _CACHED = 1 << 16  # tokens whose summed weights are kept
 _SENTENCE_END = re.compile(r"[.!?…]+(?=\s)|[。！？；\n]+|[.!?…]+$")
+
+Row = tuple[float, ...]
 
 
 def tokens(text: str) -> list[str]:
@@ -72,115 +97,167 @@ def features(text: str) -> list[str]:
     return toks + stems + pairs
 
 
-class Model:
-    """Weights for ``DURABLE``: one row per feature name, then rule rows, bias."""
+def _column_sums(rows: Sequence[Row]) -> Row:
+    """The correctly rounded sum of ``rows``, column by column."""
+    return tuple(math.fsum(column) for column in zip(*rows, strict=True))
 
-    __slots__ = (
-        "np",
-        "index",
-        "pairs",
-        "weights",
-        "rules",
-        "bias",
-        "cut",
-        "seen",
-        "vectors",
-        "lock",
-    )
+
+class Model:
+    """Weights for ``DURABLE``: one row per feature name (a pair's name is
+    ``"a b"``), then rule rows, bias; each row ``len(DURABLE)`` floats."""
+
+    __slots__ = ("index", "flat", "width", "rules", "bias", "zero", "cut", "seen", "lock")
 
     def __init__(
         self,
-        numpy: Any,
         names: Sequence[str],
-        weights: np.ndarray,
-        rules: np.ndarray,
-        bias: np.ndarray,
+        weights: Sequence[Sequence[float]] | Sequence[float],
+        rules: Sequence[Sequence[float]],
+        bias: Sequence[float],
         threshold: float = THRESHOLD,
     ) -> None:
-        self.np = numpy
-        self.index: dict[str, int] = {}
-        self.pairs: dict[tuple[str, str], int] = {}
-        for row, name in enumerate(names):
-            first, space, second = name.partition(" ")
-            if space:
-                self.pairs[(first, second)] = row
-            else:
-                self.index[name] = row
-        self.weights, self.rules, self.bias = weights, rules, bias
-        self.cut = float(numpy.log(threshold / (1.0 - threshold)))
-        # token -> row of ``vectors``: the sum of its token, stem and trigram weights
-        self.seen: dict[str, int] = {}
-        self.vectors = numpy.zeros((_CACHED, len(DURABLE)), dtype=numpy.float32)
+        """``weights``: one row per name (numpy's ``tolist()`` will do), or
+        all rows flattened into one sequence of floats."""
+        self.index: dict[str, int] = dict(zip(names, range(len(names)), strict=True))
+        self.bias: Row = tuple(map(float, bias))
+        self.width = len(self.bias)
+        self.flat: Row = tuple(
+            map(float, weights if len(weights) != len(names) else _flatten(weights))
+        )
+        if len(self.flat) != self.width * len(names):
+            raise ValueError("scorer weights do not have one row per name")
+        self.rules: list[Row] = [tuple(map(float, row)) for row in rules]
+        self.cut = math.log(threshold / (1.0 - threshold))
+        self.zero: Row = (0.0,) * self.width
+        # token -> the sum of its token, stem and trigram weights (while room lasts)
+        self.seen: dict[str, Row] = {}
         self.lock = threading.Lock()
 
+    def row(self, at: int) -> Row:
+        """The weights of the feature name at row ``at``."""
+        return self.flat[at * self.width : (at + 1) * self.width]
+
     def _rows(self, token: str) -> list[int]:
-        """The rows of ``weights`` a token's own features (not its pairs) use."""
+        """The rows of the weights a token's own features (not its pairs) use."""
         get, names = self.index.get, [token]
         if len(token) > 4:
             names.append(token[:4] + "~")
             names += [token[i : i + 3] + "#" for i in range(len(token) - 2)]
         return [row for name in names if (row := get(name)) is not None]
 
-    def _vector(self, token: str) -> Any:
-        """The summed weights of ``token``, cached (a row of ``vectors``) while room lasts."""
-        with self.lock:
-            slot = self.seen.get(token)
-            if slot is not None:
-                return slot
-            vector = self.weights[self._rows(token)].sum(axis=0, dtype=self.np.float32)
-            if len(self.seen) >= _CACHED:
-                return vector
-            slot = len(self.seen)
-            self.vectors[slot] = vector  # written before the token is published
-            self.seen[token] = slot
-            return slot
+    def _vector(self, token: str) -> Row:
+        """The summed weights of ``token``'s own features, cached while room lasts."""
+        vector = self.seen.get(token)
+        if vector is None:
+            vector = _column_sums([self.zero, *map(self.row, self._rows(token))])
+            with self.lock:
+                if len(self.seen) < _CACHED:
+                    self.seen[token] = vector
+        return vector
 
-    def logits(self, text: str, hits: Collection[str]) -> np.ndarray:
+    def logits(self, text: str, hits: Collection[str]) -> Row:
         """One logit per ``DURABLE`` category for ``text`` whose rules found ``hits``."""
         toks = tokens(text)
-        seen, pget = self.seen.get, self.pairs.get
-        found = [seen(tok) for tok in toks]
-        slots = [slot for slot in found if slot is not None]
-        extra = []
-        if len(slots) < len(found):  # tokens met for the first time
-            for token in (tok for tok, slot in zip(toks, found, strict=True) if slot is None):
-                vector = self._vector(token)
-                if isinstance(vector, int):
-                    slots.append(vector)
-                else:
-                    extra.append(vector)
-        rows = [
-            row for pair in zip(toks, toks[1:], strict=False) if (row := pget(pair)) is not None
+        get = self.index.get
+        rows: list[Row] = [self.bias, *map(self._vector, toks)]
+        rows += [
+            self.row(at)
+            for a, b in zip(toks, toks[1:], strict=False)
+            if (at := get(f"{a} {b}")) is not None
         ]
-        total = self.bias + self.vectors[slots].sum(axis=0)
-        if rows:
-            total = total + self.weights[rows].sum(axis=0, dtype=self.np.float32)
-        for vector in extra:
-            total = total + vector
-        for position, category in enumerate(RULE_CATEGORIES):
-            if category in hits:
-                total = total + self.rules[position]
-        return total  # type: ignore[no-any-return]
+        rows += [self.rules[at] for at, category in enumerate(RULE_CATEGORIES) if category in hits]
+        return _column_sums(rows)
+
+
+def _flatten(rows: Sequence[Any]) -> list[Any]:
+    return [value for row in rows for value in row]
+
+
+def dump_model(
+    names: Sequence[str],
+    weights: Sequence[Sequence[float]],
+    rules: Sequence[Sequence[float]],
+    bias: Sequence[float],
+    threshold: float = THRESHOLD,
+) -> bytes:
+    """The weights file's bytes for a model (``parse_model`` reads them back;
+    the weights are rounded to float16, the rules and bias kept as given)."""
+    if any("\n" in name or not name for name in names):
+        raise ValueError("a feature name is empty or holds a line break")
+    blob = "\n".join(names).encode("utf-8")
+    header = {
+        "durable": list(DURABLE),
+        "rule_categories": list(RULE_CATEGORIES),
+        "threshold": float(threshold),
+        "rules": [[float(v) for v in row] for row in rules],
+        "bias": [float(v) for v in bias],
+        "names": len(names),
+        "names_bytes": len(blob),
+    }
+    text = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    flat = [float(v) for v in _flatten(weights)]
+    return b"".join(
+        (MAGIC, _LENGTH.pack(len(text)), text, blob, struct.pack(f"<{len(flat)}e", *flat))
+    )
+
+
+def parse_model(data: bytes) -> Model:
+    """The model in a weights file's bytes (``dump_model``); ``ValueError``
+    when they are not one."""
+    start = len(MAGIC) + _LENGTH.size
+    if not data.startswith(MAGIC) or len(data) < start:
+        raise ValueError("not a scorer weights file")
+    (length,) = _LENGTH.unpack_from(data, len(MAGIC))
+    try:
+        header = json.loads(data[start : start + length].decode("utf-8"))
+    except RecursionError as exc:
+        raise ValueError("the scorer's header nests too deep") from exc
+    if not isinstance(header, dict):
+        raise ValueError("the scorer's header is not an object")
+    count, size = header.get("names"), header.get("names_bytes")
+    width, rules, bias = len(DURABLE), header.get("rules"), header.get("bias")
+    threshold = header.get("threshold")
+    if (
+        header.get("durable") != list(DURABLE)
+        or header.get("rule_categories") != list(RULE_CATEGORIES)
+        or not _shaped(rules, len(RULE_CATEGORIES), width)
+        or not _shaped([bias], 1, width)
+        or not isinstance(threshold, float)
+        or not 0.0 < threshold < 1.0
+        or not isinstance(count, int)
+        or not isinstance(size, int)
+        or count < 1
+        or size < 0
+        or len(data) != start + length + size + 2 * width * count
+    ):
+        raise ValueError("the scorer's weights do not match its categories or its length")
+    names = data[start + length : start + length + size].decode("utf-8").split("\n")
+    if len(names) != count:
+        raise ValueError("the scorer's names do not match their count")
+    flat = struct.unpack_from(f"<{width * count}e", data, start + length + size)
+    return Model(names, flat, rules, bias, threshold)  # type: ignore[arg-type]
+
+
+def _shaped(rows: Any, count: int, width: int) -> bool:
+    """Whether ``rows`` is ``count`` lists of ``width`` numbers."""
+    return (
+        isinstance(rows, list)
+        and len(rows) == count
+        and all(
+            isinstance(row, list)
+            and len(row) == width
+            and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in row)
+            for row in rows
+        )
+    )
 
 
 @lru_cache(maxsize=1)
 def load_model() -> Model | None:
     """The shipped model, or None when its file is missing or unreadable."""
     try:
-        import numpy
-
-        data = resources.files(__package__).joinpath("data", "scorer.npz")
-        with data.open("rb") as handle, numpy.load(handle, allow_pickle=False) as npz:
-            names = [str(name) for name in npz["names"]]
-            return Model(
-                numpy,
-                names,
-                npz["weights"].astype(numpy.float32),
-                npz["rules"].astype(numpy.float32),
-                npz["bias"].astype(numpy.float32),
-                float(npz["threshold"]),
-            )
-    except (OSError, KeyError, ValueError, ImportError):
+        return parse_model(WEIGHTS.read_bytes())
+    except (OSError, ValueError):  # UnicodeError and json's errors are ValueErrors
         return None
 
 

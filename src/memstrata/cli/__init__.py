@@ -151,8 +151,11 @@ def cli(**_globals: Any) -> None:
     import os
 
     from ..capture import rulecache
+    from ..embed import onnx
 
-    rulecache.use_dir(rulecache.dir_from(os.environ))
+    folder = rulecache.dir_from(os.environ)
+    rulecache.use_dir(folder)
+    onnx.use_dir(folder)  # the embedding model's integrity stamps
 
 
 def main() -> None:

@@ -38,6 +38,7 @@ __all__ = [
     "console",
     "json_option",
     "locate",
+    "memory_opener",
     "open_memory",
     "print_json",
     "read_stdin",
@@ -226,18 +227,35 @@ def settings_of(ws: Workspace) -> dict[str, Any]:
 
 @contextmanager
 def open_memory(workspace: str | None, group: str | None) -> Iterator[Memory]:
+    with memory_opener(workspace, group)() as memory:
+        yield memory
+
+
+def memory_opener(workspace: str | None, group: str | None) -> Callable[[], Memory]:
+    """What opens the memory of ``--workspace``/``--group``: the workspace is
+    located and checked now (a missing one fails here), opened when called."""
     from ..config import settings_from_env
-    from ..memory import Memory
 
     url = database_url(workspace)
     if url is not None:  # settings from the environment only: no memstrata.toml there
-        with Memory.open(url, group, create=False, **settings_from_env(os.environ)) as memory:
-            yield memory
-        return
+        fields = settings_from_env(os.environ)
+
+        def open_database() -> Memory:
+            from ..memory import Memory
+
+            return Memory.open(url, group, create=False, **fields)
+
+        return open_database
     ws = locate(workspace, group)
     ws.require()
-    with Memory.open(ws.root, ws.group, create=False, **settings_of(ws)) as memory:
-        yield memory
+    settings = settings_of(ws)
+
+    def open_folder() -> Memory:
+        from ..memory import Memory
+
+        return Memory.open(ws.root, ws.group, create=False, **settings)
+
+    return open_folder
 
 
 def print_json(data: Any) -> None:

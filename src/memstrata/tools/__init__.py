@@ -16,6 +16,10 @@ schemas).
   text (MCP's ``isError``) and carries structured results.
 * ``GroupTools(root, main)`` serves callers in groups (``groups``).
 * ``memory_tool`` is the client side of Anthropic's memory tool.
+* Importing this package loads the definitions only (``catalog``, ``specs``):
+  ``answer``, ``call``, ``dispatch`` and ``GroupTools``, which run tools on
+  the engine, are imported when first used, so that the MCP server lists its
+  tools without loading the engine.
 
 The tools: search, get (a file's lines; a fact by id), list, recent, write,
 observe, correct, forget, restore, context, record_turn, sessions,
@@ -25,13 +29,16 @@ the core, working, semantic and notebook layers, status (``TOOL_NAMES``).
 
 from __future__ import annotations
 
+import importlib
 from copy import deepcopy
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .calls import BY_NAME, SPECS, WRITES, Answer, answer, call, dispatch
-from .groups import GroupTools
-from .handlers import HANDLERS
+from .catalog import BY_NAME, SPECS, WRITES
 from .specs import MAX_LINES, Spec, hints
+
+if TYPE_CHECKING:
+    from .calls import Answer, answer, call, dispatch
+    from .groups import GroupTools
 
 __all__ = [
     "BY_NAME",
@@ -51,7 +58,31 @@ __all__ = [
     "openai_tools",
 ]
 
-_HANDLERS = HANDLERS  # the handlers by name (a test may wrap one)
+# What runs tools needs the engine: imported when first asked for (PEP 562), so
+# that the definitions (a server listing its tools) load no engine.
+_LAZY = {
+    "Answer": "calls",
+    "answer": "calls",
+    "call": "calls",
+    "dispatch": "calls",
+    "GroupTools": "groups",
+    "_HANDLERS": "handlers",  # the handlers by name (a test may wrap one)
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = importlib.import_module(f"{__name__}.{_LAZY[name]}")
+    value = getattr(module, "HANDLERS" if name == "_HANDLERS" else name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
+
 TOOL_NAMES = tuple(spec.name for spec in SPECS)
 TOOLS: dict[str, dict[str, Any]] = {
     spec.name: {"description": spec.description, "parameters": spec.parameters} for spec in SPECS

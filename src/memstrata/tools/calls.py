@@ -2,7 +2,7 @@
 
 * ``SPECS`` is every tool's definition (``specs``), in the order they are
   listed; ``BY_NAME`` the same by name; ``WRITES`` the tools that change
-  memory (the group rules give them write access only).
+  memory (the group rules give them write access only): ``catalog``'s.
 * ``call(memory, name, arguments)`` checks the arguments against the tool's
   schema (``schema.check``: an unknown argument is refused) and runs its
   handler (``handlers``); the result is the tool's JSON object. A ``group``
@@ -22,10 +22,9 @@ from typing import Any, NamedTuple
 
 from ..errors import InvalidInput, MemstrataError
 from ..memory import Memory
+from .catalog import BY_NAME, SPECS, WRITES
 from .handlers import HANDLERS
 from .schema import check
-from .specs import FACT_TOOLS, Spec
-from .specs_more import MORE
 
 __all__ = [
     "BY_NAME",
@@ -39,10 +38,6 @@ __all__ = [
     "refusal",
     "success",
 ]
-
-SPECS: tuple[Spec, ...] = (*FACT_TOOLS, *MORE)
-BY_NAME: dict[str, Spec] = {spec.name: spec for spec in SPECS}
-WRITES = frozenset(spec.name for spec in SPECS if spec.writes)
 
 
 class Answer(NamedTuple):
