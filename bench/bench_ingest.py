@@ -46,6 +46,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from bench_history import PLACES, TEMPLATES  # the same stand-in lines without LoCoMo
 from benchutil import emit, machine
 from memstrata import Memory
 from memstrata.benchmarks import locomo
@@ -56,13 +57,6 @@ ROOT = Path(__file__).resolve().parent.parent
 _DEV = Path("shared", "data", "locomo", "locomo_dev.json")
 # the main checkout's neighbour, or a worktree's (``wt/<name>``)
 DATA = next((p for p in (ROOT.parent / _DEV, ROOT.parent.parent / _DEV) if p.exists()), ROOT / _DEV)
-TEMPLATES = [
-    "I went hiking near {p} last weekend and the view was amazing",
-    "Can you remind me what we decided about the {p} release?",
-    "My sister just moved to {p}, she loves the food there",
-    "We should migrate the {p} service to Postgres next sprint",
-]
-PLACES = ["Tashkent", "Lisbon", "Seoul", "Riga", "Austin", "billing", "search"]
 
 
 class Counted:

@@ -138,6 +138,13 @@ def _in_context_reference(index, fused, filters, weights):  # type: ignore[no-un
     return out
 
 
+# many examples (the shortcuts' edge cases are rare), never timed
+MANY = settings(
+    max_examples=400,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
 weights_strategy = st.builds(
     H.Weights,
     speaker=st.sampled_from((0.0, 0.5, 2.0)),
@@ -150,11 +157,7 @@ weights_strategy = st.builds(
 )
 
 
-@settings(
-    max_examples=400,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+@MANY
 @given(
     ws=workspaces(),
     weights=weights_strategy,
@@ -171,11 +174,7 @@ def test_factoring_the_head_gives_the_full_ranking(ws, weights, query, k) -> Non
     assert fast[:k] == full[:k]
 
 
-@settings(
-    max_examples=400,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+@MANY
 @given(
     ws=workspaces(),
     weights=weights_strategy,
