@@ -169,6 +169,29 @@ def test_the_health_check_starts_once_the_overview_was_sent(
     assert running_in_view[0] is False
 
 
+def test_a_health_check_still_running_ends_with_the_server(
+    opened: tuple[Memory, dict[str, str]], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """At 100k facts doctor reads for seconds: a server that stops must not leave
+    it running beside whatever runs next (it used to, until it finished)."""
+    from memstrata.ui import views as views_module
+
+    slow = tmp_path / "slow-doctor"
+    slow.write_text("#!/bin/sh\nexec sleep 60\n")
+    slow.chmod(0o755)
+    monkeypatch.setattr(views_module.sys, "executable", str(slow))
+    health = views_module.Health(opened[0])
+    health.due()
+    eventually(lambda: health._child is not None, seconds=10)
+    child = health._child
+    assert child is not None and child.poll() is None
+    health.stop()
+    eventually(lambda: child.poll() is not None, seconds=10)
+    eventually(lambda: health.latest()[1] is not None, seconds=10)  # the check ended
+    health.due()  # stopped: no new check
+    assert health._child is None and not health._running
+
+
 def test_the_warm_up_waits_for_the_first_page(
     opened: tuple[Memory, dict[str, str]], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -118,6 +118,9 @@ def serve(
     except OSError as exc:
         raise InvalidInput(f"cannot serve on {host}:{port}: {exc.strerror or exc}") from None
     finally:
+        views = app.state.inspector.views
+        if views is not None:
+            views.health.stop()  # a doctor still reading every file ends with the server
         for memory_opened in opened:
             memory_opened.close()
 

@@ -87,6 +87,8 @@ class Health:
         self._found: list[dict[str, str]] = []
         self._at: float | None = None
         self._running = False
+        self._child: subprocess.Popen[str] | None = None  # the check running now
+        self._stopped = False
 
     def latest(self) -> tuple[list[dict[str, str]], float | None]:
         """The last findings and when they were found (None: not yet)."""
@@ -97,7 +99,7 @@ class Health:
         """Start a check on a thread when the findings are older than ``HEALTH_SECONDS``."""
         with self._lock:
             stale = self._at is None or time.monotonic() - self._at > HEALTH_SECONDS
-            if stale and not self._running:
+            if stale and not self._running and not self._stopped:
                 self._running = True
                 thread = threading.Thread(target=self._check, name="memstrata-ui-doctor")
                 thread.daemon = True
@@ -125,9 +127,33 @@ class Health:
             command += ["-w", str(ws.root)]
         if ws.group:
             command += ["--group", ws.group]
-        done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
-        findings = json.loads(done.stdout)["findings"]
+        with self._lock:
+            if self._stopped:
+                raise OSError("the inspector is stopping")
+            child = self._child = subprocess.Popen(
+                command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+            )
+        try:
+            stdout, _ = child.communicate(timeout=600)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.communicate()
+            raise
+        finally:
+            with self._lock:
+                self._child = None
+        findings = json.loads(stdout)["findings"]
         return [{k: str(f[k]) for k in ("level", "check", "message")} for f in findings]
+
+    def stop(self) -> None:
+        """No more checks; a check still running is ended (the server stops:
+        its child must not read every file for seconds after it, beside the
+        next process on two cores)."""
+        with self._lock:
+            self._stopped = True
+            child = self._child
+        if child is not None and child.poll() is None:
+            child.kill()
 
 
 class Flusher:
