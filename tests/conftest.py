@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -85,3 +87,23 @@ def _postgres_server() -> Iterator[None]:
 def postgres_url() -> str:
     """The app role's URL on the session's PostgreSQL (skips when there is none)."""
     return postgres_server.app_url()
+
+
+AGENT_LOOP = Path(__file__).resolve().parent.parent / "examples" / "agent_loop.py"
+
+
+@pytest.fixture(scope="session")
+def agent_loop(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """``examples/agent_loop.py --workspace W`` run once for the session (a
+    subprocess with the scripted model): the workspace it leaves and what it
+    printed. Tests read them; none may change the workspace's meaning."""
+    ws = tmp_path_factory.mktemp("agent-loop") / "ws"
+    done = subprocess.run(
+        [sys.executable, str(AGENT_LOOP), "--workspace", str(ws)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return ws, done.stdout

@@ -2,25 +2,15 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "agent_loop.py"
 KEY = "sk-proj-Zx81kQm2Lr7Tt5Wb9Yc3Nd6Pf0Gh4Jk"
 
 
-def test_the_agent_loop_captures_compacts_recovers_and_summarizes(tmp_path: Path) -> None:
-    ws = tmp_path / "ws"
-    done = subprocess.run(
-        [sys.executable, str(EXAMPLE), "--workspace", str(ws)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    out = done.stdout
+def test_the_agent_loop_captures_compacts_recovers_and_summarizes(
+    agent_loop: tuple[Path, str],
+) -> None:
+    ws, out = agent_loop  # run once for the session (conftest), exit status checked there
     assert "capture correction (supersedes" in out
     assert "window  compacted" in out and "window  recovery" in out
     assert "From memory:" in out and "pg-staging-3" in out.split("From memory:")[1]

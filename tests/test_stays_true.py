@@ -3,8 +3,6 @@ as facts, a context that never passes its budget, empty input refused."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -54,7 +52,6 @@ def test_the_cli_refuses_empty_text_in_one_line(ws: Path, command: str, text: st
 
 # -- 1. a corrected fact stays corrected ------------------------------------------------
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "agent_loop.py"
 OLD = "Remember that the staging database is pg-staging-2."
 FIX = "Actually, the staging database is pg-staging-3, not pg-staging-2."
 
@@ -63,19 +60,12 @@ def _live_part(ws: Path) -> str:
     return (ws / "MEMORY.md").read_text(encoding="utf-8").split("## Superseded")[0]
 
 
-@pytest.fixture(scope="module")
-def looped(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The workspace ``examples/agent_loop.py --workspace`` leaves behind."""
-    ws = tmp_path_factory.mktemp("loop") / "ws"
-    done = subprocess.run(
-        [sys.executable, str(EXAMPLE), "--workspace", str(ws)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    assert "window  compacted" in done.stdout  # the re-capture before a compaction ran
+@pytest.fixture
+def looped(agent_loop: tuple[Path, str]) -> Path:
+    """The workspace ``examples/agent_loop.py --workspace`` leaves behind (run
+    once for the session: conftest's ``agent_loop``)."""
+    ws, out = agent_loop
+    assert "window  compacted" in out  # the re-capture before a compaction ran
     return ws
 
 

@@ -12,8 +12,8 @@ nearest to it (shared words) and asks for JSON
 ``{"facts": [{"op", "category", "text", "target"}]}``. Guarantees on what it
 returns, whatever the model replies:
 
-* every proposal has an ``op`` in ``OPS`` and a ``category`` in ``DURABLE``
-  plus ``specific_value``; anything else in the reply is dropped;
+* every proposal has an ``op`` in ``OPS`` and a ``category`` the rules
+  capture (``scorer.RULE_CATEGORIES``); anything else in the reply is dropped;
 * an ``UPDATE`` names the id of one of the facts that were sent (``target``);
   one naming any other id becomes an ``ADD``; ``ADD`` and ``NOOP`` have no
   target unless NOOP names a sent fact;
@@ -30,13 +30,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import BackendUnavailable, InvalidInput
-from .scorer import DURABLE, tokens
+from .scorer import RULE_CATEGORIES, tokens
 
 __all__ = ["INSTALL_HINT", "OPS", "Fact", "LLMExtractor", "Proposal", "nearest"]
 
 INSTALL_HINT = "pip install 'memstrata[llm]'"
 OPS = ("ADD", "UPDATE", "NOOP")
-_CATEGORIES = frozenset((*DURABLE, "specific_value"))
+_CATEGORIES = frozenset(RULE_CATEGORIES)  # what the rules capture
 _LOG = logging.getLogger(__name__)
 _SYSTEM = (
     "You extract durable facts a user states about themselves, their world or their wishes "

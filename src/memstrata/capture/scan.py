@@ -71,18 +71,11 @@ from typing import Any
 from ..errors import InvalidInput
 from . import rulecache
 from .heads import DIGITS, Finder, Head, HeadSearch, analyse, find, finder, proven
-from .scorer import additions
+from .scorer import RULE_CATEGORIES, additions
 
 __all__ = ["CATEGORIES", "Entry", "RuleSet", "default_rules", "load_rules", "scan"]
 
-CATEGORIES = (
-    "correction",
-    "proper_noun",
-    "preference",
-    "decision",
-    "specific_value",
-    "remember",
-)
+CATEGORIES = RULE_CATEGORIES  # a rule's category (the scorer reads verdicts in this order)
 _MACROS = {
     "{S}": r"\b(?:(?<![\s\S])|(?<=[.!?;…\n]\s)|(?<=[。！？；\n]))",
     "{A}": r"['‘’ʻʼ`]",

@@ -34,6 +34,7 @@ __all__ = [
     "TurnRecord",
     "doc_name",
     "json_lines",
+    "json_objects",
     "markdown_facts",
     "read_text",
     "stable_key",
@@ -119,6 +120,15 @@ def json_lines(path: Path, ref: str) -> Iterator[tuple[str, Any] | Skip]:
             yield where, json.loads(line)
         except ValueError as exc:
             yield Skip(where, f"not JSON: {exc}")
+
+
+def json_objects(path: Path, ref: str) -> Iterator[tuple[str, Mapping[str, Any]] | Skip]:
+    """``json_lines`` whose values are JSON objects; any other value a ``Skip``."""
+    for entry in json_lines(path, ref):
+        if isinstance(entry, Skip) or isinstance(entry[1], Mapping):
+            yield entry
+        else:
+            yield Skip(entry[0], "not a JSON object")
 
 
 def time_of(value: Any) -> datetime | None:

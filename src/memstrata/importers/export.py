@@ -19,6 +19,7 @@ from typing import Any
 
 from ..errors import InvalidInput
 from ..memory import Memory
+from ..memory.transfer import empty_folder
 from ..model import Item
 from ..storage.files import storage_errors
 from ..storage.volume import DiskVolume
@@ -62,20 +63,14 @@ def export_jsonl(memory: Memory, dest: Path) -> list[str]:
 
 def export_markdown(memory: Memory, dest: Path) -> list[str]:
     """Write ``MEMORY.md`` and ``memory/*.md`` into the new or empty folder ``dest``."""
-    target = DiskVolume(dest.expanduser())
     if not memory.read_only:
         memory.flush()
     volume = memory.workspace.volume
     names = ["MEMORY.md"] + sorted(
         rel for rel, _ in volume.list("memory/") if rel.count("/") == 1 and rel.endswith(".md")
     )
+    target = empty_folder(dest)
     with storage_errors(f"export to {target.where}"):
-        if target.root.exists() and not target.root.is_dir():
-            raise InvalidInput(f"{target.where} exists and is not a folder")
-        if target.list():
-            raise InvalidInput(
-                f"{target.where} already holds files; export into a new or empty folder"
-            )
         written = []
         for rel in names:
             data = volume.read(rel)

@@ -30,6 +30,7 @@ from .base import (
     Record,
     Skip,
     json_lines,
+    json_objects,
     markdown_facts,
     read_text,
     time_of,
@@ -98,14 +99,11 @@ _LESSON_TEXT = ("text", "lesson", "rule", "content", "summary")
 def _lessons(path: Path, ref: str) -> Iterator[Record]:
     if not path.is_file():
         return
-    for entry in json_lines(path, ref):
+    for entry in json_objects(path, ref):
         if isinstance(entry, Skip):
             yield entry
             continue
         where, value = entry
-        if not isinstance(value, Mapping):
-            yield Skip(where, "not a JSON object")
-            continue
         text = next((value[k] for k in _LESSON_TEXT if isinstance(value.get(k), str)), None)
         if text is None:
             parts = [
@@ -146,14 +144,12 @@ def _sessions(folder: Path) -> Iterator[Record]:
 def _session(path: Path, rel: str, fallback: str) -> Iterator[Record]:
     session = fallback
     messages: list[tuple[str, Mapping[str, Any]]] = []
-    for entry in json_lines(path, rel):
+    for entry in json_objects(path, rel):
         if isinstance(entry, Skip):
             yield entry
             continue
         where, value = entry
-        if not isinstance(value, Mapping):
-            yield Skip(where, "not a JSON object")
-        elif value.get("_type") == "metadata":
+        if value.get("_type") == "metadata":
             session = _session_key(value.get("key") or value.get("session_key")) or session
         elif isinstance(value.get("role"), str):
             messages.append((where, value))

@@ -95,6 +95,8 @@ SOURCE_WEIGHT = {"user": 1.0, "import": 1.0, "agent": 0.9, "tool": 0.8}
 # Raw logs (what was said, superseded facts included) weigh a little less than
 # curated memory when both match equally well.
 LAYER_WEIGHT = {"transcripts": 0.9, "daily_notes": 0.9}
+# The most a chunk's source and layer weigh together (a bound for ``_factored``).
+_WEIGHTS_CEILING = max(1.0, *SOURCE_WEIGHT.values()) * max(1.0, *LAYER_WEIGHT.values())
 
 
 @dataclass(frozen=True, slots=True)
@@ -338,7 +340,7 @@ def hybrid(
     if vector is not None and near is not None:
         nearest = [(c, s) for c, s in near if c in chunks and accept(chunks[c])]
     elif vector is not None and vectors is not None:
-        nearest = _nearest(index, vectors, vector, wide, filters)
+        nearest = _nearest(index, vectors, vector, wide, accept)
     strength = relevance(lexical, stems, words, nearest, chunks, here=not words_in_sql)
     RELEVANCE.set(strength)
     floors = (weights.floor_lexical, weights.floor_vector) if vector is not None else None
@@ -450,28 +452,27 @@ def _best_first(pair: tuple[float, int]) -> tuple[float, int]:
 
 def _ceiling(weights: Weights, named: bool, answer: bool, mentions: bool) -> float | None:
     """The most ``_factored``'s factors can multiply a score by (a hair over,
-    against rounding), or None where a factor is not a multiplier >= 0."""
-    factors = [
-        max(1.0, *SOURCE_WEIGHT.values()) * max(1.0, *LAYER_WEIGHT.values()),
-        1.0 + weights.speaker if named else 1.0,
-        1.0 + weights.when if answer else 1.0,
-        1.0 + weights.date if mentions else 1.0,  # closeness / 2 is at most 1
-    ]
-    if min(factors) < 0.0 or min(SOURCE_WEIGHT.values()) < 0 or min(LAYER_WEIGHT.values()) < 0:
+    against rounding; recency is at most 1), or None where a boost below -1
+    would make a factor negative (no bound then)."""
+    boosts = (
+        weights.speaker if named else 0.0,
+        weights.when if answer else 0.0,
+        weights.date if mentions else 0.0,  # closeness / 2 is at most 1
+    )
+    if min(boosts) < -1.0:
         return None
-    ceiling = 1.0
-    for factor in factors:
-        ceiling *= max(factor, 1.0)
-    return ceiling * (1.0 + 1e-9)  # recency is at most 1
+    ceiling = _WEIGHTS_CEILING
+    for boost in boosts:
+        ceiling *= max(1.0 + boost, 1.0)
+    return ceiling * (1.0 + 1e-9)
 
 
 def _nearest(
-    index: Index, vectors: Vectors, query: np.ndarray, wide: int, filters: Filters
+    index: Index, vectors: Vectors, query: np.ndarray, wide: int, accept: Callable[[Chunk], bool]
 ) -> list[tuple[int, float]]:
-    """The ``wide`` chunks most like ``query`` that ``filters`` accept (asking the
-    matrix for more while filters leave too few), a cosine <= 0 being no likeness."""
+    """The ``wide`` chunks most like ``query`` that ``accept`` takes (asking the
+    matrix for more while the filters leave too few), a cosine <= 0 being no likeness."""
     chunks = index.chunks
-    accept = filters.acceptor()
     ask = wide + wide // 2
     while True:
         found = vectors.top(index, query, ask)

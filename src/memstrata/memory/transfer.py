@@ -38,7 +38,7 @@ from ..storage.files import TEMP_MARK, storage_errors
 from ..storage.volume import DiskVolume
 from .engine import Engine
 
-__all__ = ["MACHINE_LOCAL", "Transfer", "TransferReport"]
+__all__ = ["MACHINE_LOCAL", "Transfer", "TransferReport", "empty_folder"]
 
 # Files of one machine's copy that are never moved (the .gitignore of .memstrata/).
 MACHINE_LOCAL = re.compile(
@@ -110,14 +110,8 @@ class Transfer:
 
     def export_to(self, folder: Path) -> TransferReport:
         """Write every file into ``folder``, which must hold no file yet."""
-        target = DiskVolume(Path(folder).expanduser())
+        target = empty_folder(folder)
         with storage_errors(f"export to {target.where}"):
-            if target.root.exists() and not target.root.is_dir():
-                raise InvalidInput(f"{target.where} exists and is not a folder")
-            if target.list():
-                raise InvalidInput(
-                    f"{target.where} already holds files; export into a new or empty folder"
-                )
             files = self.files()
             for rel, data in sorted(files.items()):
                 target.write(rel, data)
@@ -155,3 +149,17 @@ class Transfer:
                 *(WriteEvent("document", "put", "", Source.IMPORT, rel) for rel in changed)
             )
         return dataclasses.replace(report, bytes=sum(len(files[rel]) for rel in changed))
+
+
+def empty_folder(folder: Path) -> DiskVolume:
+    """The volume of ``folder``, to export into: ``InvalidInput`` unless it is
+    new or an empty folder (an export never mixes with files already there)."""
+    target = DiskVolume(Path(folder).expanduser())
+    with storage_errors(f"export to {target.where}"):
+        if target.root.exists() and not target.root.is_dir():
+            raise InvalidInput(f"{target.where} exists and is not a folder")
+        if target.list():
+            raise InvalidInput(
+                f"{target.where} already holds files; export into a new or empty folder"
+            )
+    return target
