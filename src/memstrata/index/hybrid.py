@@ -39,7 +39,7 @@ from .chunks import Chunk
 from .dates import dates_in
 from .lexical import Lexical, stemmed
 from .protocol import Index
-from .relevance import RELEVANCE, Relevance, diversify, relevance
+from .relevance import RELEVANCE, Relevance, diversify, relevance, vector_floor
 from .text import query_terms
 from .vectors import Vectors
 
@@ -136,8 +136,8 @@ class Weights:
     when: float = 0.6
     # Relevance floor: a search returns nothing unless its best keyword match
     # holds ``floor_lexical`` of the query's terms (``Lexical.coverage``) or
-    # its nearest vector has a cosine of ``floor_vector``
-    # (MiniLM's scale); without vectors, unless it covers ``floor_lexical_alone``
+    # its nearest vector has a cosine of ``floor_vector`` (MiniLM's scale; lower
+    # on a small index: ``vector_floor``); without vectors, ``floor_lexical_alone``
     # (0: that side off). Chosen on LoCoMo against 200 unrelated queries,
     # leave-one-conversation-out (``bench locomo --cv``; docs/search.md).
     floor_lexical: float = 0.36
@@ -343,7 +343,8 @@ def hybrid(
         nearest = _nearest(index, vectors, vector, wide, accept)
     strength = relevance(lexical, stems, words, nearest, chunks, here=not words_in_sql)
     RELEVANCE.set(strength)
-    floors = (weights.floor_lexical, weights.floor_vector) if vector is not None else None
+    cosine = vector_floor(weights.floor_vector, len(index.vectors), index.vector_model)
+    floors = (weights.floor_lexical, cosine) if vector is not None else None
     if not strength.passes(*(floors or (weights.floor_lexical_alone, 0.0))):
         return []  # nothing relevant: nothing rather than noise
     fused: dict[int, float] = {}

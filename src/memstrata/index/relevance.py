@@ -11,6 +11,7 @@ ceiling is known for it: the floor then rests on the vector side alone).
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -18,7 +19,15 @@ from dataclasses import dataclass
 from .chunks import Chunk
 from .lexical import Lexical, document_terms
 
-__all__ = ["BACKGROUND", "RELEVANCE", "Relevance", "diversify", "relevance"]
+__all__ = [
+    "BACKGROUND",
+    "RELEVANCE",
+    "SMALL_INDEX_FLOORS",
+    "Relevance",
+    "diversify",
+    "relevance",
+    "vector_floor",
+]
 
 # Documents a term's rarity is judged against at the least (``Lexical.coverage``).
 BACKGROUND = 1000
@@ -41,6 +50,30 @@ class Relevance:
         if floor_lexical and self.lexical >= floor_lexical:
             return True
         return bool(floor_vector) and self.vector >= floor_vector
+
+
+# The cosine floor on a small index, per embedder (vectors' ``name``): ``(a, b)``
+# of ``a + b ln n`` for an index of ``n`` vectors. The best cosine a query about
+# nothing the memory holds reaches among n chunks grows with ln n; this line is
+# its 99th percentile (bench/bench_floor.py: 200 unrelated queries, random
+# subsets of LoCoMo turns; fitted on four conversations, the fifth sees 1.1 %
+# false hits on average, 2.4 % at most). A floor set on ~1,000 chunks would
+# turn away, in a workspace of ten facts, paraphrases that belong there.
+SMALL_INDEX_FLOORS: dict[str, tuple[float, float]] = {
+    "all-MiniLM-L6-v2-onnx-int8": (0.1657, 0.0226),
+}
+
+
+def vector_floor(floor: float, vectors: int, model: str | None) -> float:
+    """The cosine floor of a search over ``vectors`` vectors of ``model``:
+    ``floor``, or lower on an index small enough that an unrelated query's
+    best cosine stays below ``SMALL_INDEX_FLOORS``' line (never higher than
+    ``floor``; 0, the floor off, stays off; an embedder not measured keeps
+    ``floor``)."""
+    line = SMALL_INDEX_FLOORS.get(model or "")
+    if not floor or line is None or vectors < 1:
+        return floor
+    return min(floor, line[0] + line[1] * math.log(vectors))
 
 
 # The relevance of this context's last search (the benchmarks calibrate the

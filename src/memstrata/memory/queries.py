@@ -1,15 +1,18 @@
 """What a search is asked: the tail of a prompt without chat-log noise (for
-``gate``), and a list of sessions checked (``search(sessions=[...])``).
-Pure functions of their input."""
+``gate``), and a list of sessions checked (``search(sessions=[...])``); and
+what it answers: one hit per fact (``distinct``). Pure functions of their
+input (``distinct`` calls the search it is given)."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from ..errors import InvalidInput
+from ..index.hybrid import Hit
+from ..index.why import Why
 
-__all__ = ["prompt_tail", "session_list"]
+__all__ = ["distinct", "prompt_tail", "session_list"]
 
 _CLOCK = re.compile(r"^\[?\d{1,2}:\d{2}(?::\d{2})?\]?\s*")
 _WORD = re.compile(r"\w")
@@ -52,3 +55,32 @@ def prompt_tail(prompt: str, chars: int = 600) -> str:
             lines.append(text)
     joined = " ".join(lines)
     return joined[-chars:]
+
+
+def distinct(run: Callable[[int], list[Hit]], k: int, why: Why | None = None) -> list[Hit]:
+    """The first ``k`` hits of ``run(n)`` (a search for ``n`` hits, filling
+    ``why``) without the session state's copy of a fact that is among them:
+    a capture writes the same sentence to ``SESSION-STATE.md`` and
+    ``MEMORY.md``, and two equal lines would take two of ``k`` places; the
+    long-term one stays (its ``ref`` is the fact's id, for forget and
+    correct). Asks again for as many more as were dropped, until ``k`` are
+    left or the search has no more; ``why.hits`` keeps matching the hits."""
+    asked = k
+    while True:
+        hits = run(asked)
+        facts = {_plain(hit.text) for hit in hits if hit.layer == "long_term"}
+        kept = [
+            place
+            for place, hit in enumerate(hits)
+            if hit.layer != "session_state" or _plain(hit.text) not in facts
+        ]
+        if len(kept) >= k or len(hits) < asked:
+            kept = kept[:k]
+            if why is not None and len(why.hits) == len(hits):
+                why.hits = [why.hits[place] for place in kept]
+            return [hits[place] for place in kept]
+        asked += k - len(kept)
+
+
+def _plain(text: str) -> str:
+    return " ".join(text.split()).casefold()

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import functools
 import hashlib
 import logging
 import threading
@@ -54,7 +55,7 @@ from ..model import Item, WriteEvent, decoded_text, now, valid_text
 from ..storage.layers import SEARCHABLE
 from ..storage.volume import Stat
 from .engine import Engine
-from .queries import prompt_tail, session_list
+from .queries import distinct, prompt_tail, session_list
 from .shared import GlobalMemory, interleaved
 
 if TYPE_CHECKING:
@@ -179,18 +180,23 @@ class Searcher:
         with state.lock:
             self._sync(state)
             embed = self._query_embedder(state)
-            return hybrid(
-                state.index,
-                query,
+            embed = functools.lru_cache(maxsize=1)(embed) if embed else None  # asked again
+            return distinct(
+                lambda asked: hybrid(
+                    state.index,
+                    query,
+                    asked,
+                    filters,
+                    embed=embed,
+                    vectors=state.vectors,
+                    lexical=state.lexical,
+                    weights=weights or Weights(),
+                    now=now(),
+                    line_of=lambda chunk: self._line_of(state, chunk),
+                    why=why,
+                ),
                 k,
-                filters,
-                embed=embed,
-                vectors=state.vectors,
-                lexical=state.lexical,
-                weights=weights or Weights(),
-                now=now(),
-                line_of=lambda chunk: self._line_of(state, chunk),
-                why=why,
+                why,
             )
 
     def reindex(
