@@ -39,7 +39,7 @@ from .chunks import Chunk
 from .dates import dates_in
 from .lexical import Lexical, stemmed
 from .protocol import Index
-from .relevance import RELEVANCE, Relevance, diversify, relevance, vector_floor
+from .relevance import RELEVANCE, Relevance, diversify, relevance
 from .text import query_terms
 from .vectors import Vectors
 
@@ -341,10 +341,9 @@ def hybrid(
         nearest = [(c, s) for c, s in near if c in chunks and accept(chunks[c])]
     elif vector is not None and vectors is not None:
         nearest = _nearest(index, vectors, vector, wide, accept)
-    strength = relevance(lexical, stems, words, nearest, chunks, here=not words_in_sql)
+    strength = relevance(lexical, stems, words, nearest, index, here=not words_in_sql)
     RELEVANCE.set(strength)
-    cosine = vector_floor(weights.floor_vector, len(index.vectors), index.vector_model)
-    floors = (weights.floor_lexical, cosine) if vector is not None else None
+    floors = (weights.floor_lexical, weights.floor_vector) if vector is not None else None
     if not strength.passes(*(floors or (weights.floor_lexical_alone, 0.0))):
         return []  # nothing relevant: nothing rather than noise
     fused: dict[int, float] = {}

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from .chunks import Chunk
 from .lexical import Lexical, document_terms
+from .protocol import Index
 
 __all__ = [
     "BACKGROUND",
@@ -37,19 +38,25 @@ BACKGROUND = 1000
 class Relevance:
     """How strongly anything matched a search: ``lexical`` is the best
     keyword candidate's share of the query's terms (``Lexical.coverage``),
-    ``vector`` the best cosine (0.0 without vectors)."""
+    ``vector`` the best cosine (0.0 without vectors) among the index's
+    ``vectors`` vectors of ``model``."""
 
     lexical: float
     vector: float
+    vectors: int = 0
+    model: str | None = None
 
     def passes(self, floor_lexical: float, floor_vector: float) -> bool:
         """Whether either side reaches its floor (a 0 floor: that side is
-        off; both 0: everything passes)."""
+        off; both 0: everything passes); the cosine floor is
+        ``vector_floor``'s for this index's size."""
         if not floor_lexical and not floor_vector:
             return True
         if floor_lexical and self.lexical >= floor_lexical:
             return True
-        return bool(floor_vector) and self.vector >= floor_vector
+        if not floor_vector:
+            return False
+        return self.vector >= vector_floor(floor_vector, self.vectors, self.model)
 
 
 # The cosine floor on a small index, per embedder (vectors' ``name``): ``(a, b)``
@@ -86,14 +93,15 @@ def relevance(
     stems: list[str],
     words: list[tuple[int, float]],
     nearest: list[tuple[int, float]],
-    chunks: Mapping[int, Chunk],
+    index: Index,
     *,
     here: bool,
 ) -> Relevance:
-    """The ``Relevance`` of filtered candidate lists ``words`` (BM25, best
-    first; ``here``: ranked by ``lexical``) and ``nearest`` (cosines): the
-    share of the query's terms (``Lexical.coverage``) the best keyword
-    candidate holds."""
+    """The ``Relevance`` of ``index``'s filtered candidate lists ``words``
+    (BM25, best first; ``here``: ranked by ``lexical``) and ``nearest``
+    (cosines): the share of the query's terms (``Lexical.coverage``) the best
+    keyword candidate holds, the best cosine, the index's vectors."""
+    chunks = index.chunks
     share = 0.0
     if words:
         if here:
@@ -101,7 +109,8 @@ def relevance(
             share = lexical.coverage(stems, held, BACKGROUND)
         else:
             share = 1.0
-    return Relevance(share, max((score for _, score in nearest), default=0.0))
+    best = max((score for _, score in nearest), default=0.0)
+    return Relevance(share, best, len(index.vectors), index.vector_model)
 
 
 def diversify(
