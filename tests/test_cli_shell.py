@@ -251,3 +251,17 @@ def test_plain_logs_leave_a_terminal_alone() -> None:
         assert root.handlers == []
     finally:
         root.handlers[:] = saved
+
+
+def test_observe_into_a_pipe_keeps_each_capture_on_one_line(home: str) -> None:
+    """A hook parses observe's output: an id must not wrap onto a line of its own."""
+    text = "Remember that the quarterly deploy window for the billing service is Friday 18:00 UTC."
+    done = subprocess.run(
+        [sys.executable, "-m", "memstrata", "observe", text, "-w", home],
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": SRC, "COLUMNS": "", "PATH": "/usr/bin:/bin"},
+        check=True,
+    )
+    lines = done.stdout.splitlines()
+    assert lines and all(" -> m" in line for line in lines), done.stdout

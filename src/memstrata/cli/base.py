@@ -58,14 +58,16 @@ _console: Console | None = None
 
 
 def __getattr__(name: str) -> Any:
-    """``console``: the rich console, made on first use (rich is not cheap to import)."""
+    """``console``: the rich console, made on first use (rich is not cheap to
+    import); into a pipe or a file its lines are not wrapped (a hook reading
+    ``observe``'s output must not find an id cut at column 80)."""
     global _console
     if name != "console":
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     if _console is None:
         from rich.console import Console
 
-        _console = Console(highlight=False)
+        _console = Console(highlight=False, soft_wrap=not sys.stdout.isatty())
     return _console
 
 
