@@ -282,6 +282,18 @@ def test_a_session_state_that_does_not_fit_is_counted_and_named(memory: Memory) 
     assert memory.build_context("staging", budget_tokens=1).text == ""
 
 
+def test_one_left_out_of_several_reads_as_english() -> None:
+    from memstrata.context.build import _accounting, _Draft
+
+    def draft(shown: int, total: int) -> _Draft:
+        return _Draft("Session state", (), ["- x"] * shown, total, "entry", bullets=True)
+
+    said = "[left out to fit the budget: Session state {}]\n"
+    assert _accounting([draft(3, 4)]) == said.format("1 of 4 entries")
+    assert _accounting([draft(0, 1)]) == said.format("1 of 1 entry")
+    assert _accounting([draft(0, 2)]) == said.format("2 of 2 entries")
+
+
 # -- 2. no noise stored as facts ------------------------------------------------------------
 
 

@@ -423,7 +423,7 @@ def _accounting(drafts: Sequence[_Draft]) -> str:
     parts = []
     for draft in drafts:
         if draft.left_out and not (draft.note is not None and draft.lines):
-            plural = "" if draft.left_out == 1 else ("ies" if draft.unit == "entry" else "s")
+            plural = "" if draft.total == 1 else ("ies" if draft.unit == "entry" else "s")
             unit = draft.unit[:-1] if plural == "ies" else draft.unit
             parts.append(f"{draft.name} {draft.left_out} of {draft.total} {unit}{plural}")
     return f"[left out to fit the budget: {'; '.join(parts)}]\n" if parts else ""
