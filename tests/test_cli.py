@@ -191,6 +191,21 @@ def test_supersede_keeps_the_old_fact_as_superseded(home: str) -> None:
     assert again.exit_code == 1 and "already superseded" in again.stderr
 
 
+def test_forget_and_correct_are_the_api_words_for_delete_and_supersede(home: str) -> None:
+    old = json.loads(run("remember", "-w", home, "The standup is at 9:30", "--json").output)
+    new = json.loads(
+        run("correct", "-w", home, old["id"], "The standup is at 10:00", "--json").output
+    )
+    assert (
+        json.loads(run("get", "-w", home, old["id"], "--json").output)["superseded_by"] == new["id"]
+    )
+    assert run("forget", "-w", home, new["id"]).exit_code == 0
+    assert json.loads(run("list", "-w", home, "--json").output) == []
+    listed = run("--help").output
+    assert "delete" in listed and "supersede" in listed
+    assert not any(line.split()[:1] in (["forget"], ["correct"]) for line in listed.splitlines())
+
+
 def _workspace_bytes(path: str) -> dict[str, bytes]:
     root = Path(path)
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}

@@ -25,7 +25,7 @@ import click
 
 from .base import GLOBAL_GROUP, GLOBAL_WORKSPACE, Group
 
-__all__ = ["AMEND", "COMMANDS", "cli", "main"]
+__all__ = ["ALIASES", "AMEND", "COMMANDS", "cli", "main"]
 
 # name -> "module (relative to memstrata.cli):attribute", in the order `--help` lists them.
 COMMANDS: dict[str, str] = {
@@ -63,6 +63,9 @@ COMMANDS: dict[str, str] = {
     "import": "transfer:import_command",
     "ui": "ui:ui_command",
 }
+# Other names a command answers to (the Python API's and the MCP tools' words),
+# not listed by `--help`.
+ALIASES: dict[str, str] = {"forget": "delete", "correct": "supersede"}
 # name -> "module:function" that amends the command when it is loaded (another module's options).
 AMEND: dict[str, list[str]] = {
     "mcp": ["clients:attach"],  # mcp --print-config CLIENT
@@ -109,6 +112,9 @@ class LazyGroup(Group):
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return [*COMMANDS, *sorted(set(self.commands) - set(COMMANDS))]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        return super().get_command(ctx, ALIASES.get(cmd_name, cmd_name))
 
 
 def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
