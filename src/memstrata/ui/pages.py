@@ -20,11 +20,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from datetime import time as dtime
+from operator import attrgetter
 from typing import Any
 
 from ..errors import InvalidInput, MemstrataError, NotFound
 from ..memory import Memory
-from ..model import Item, Source, normalize_category, now
+from ..model import Item, normalize_category, now
 from ..storage.access import resolve_rel
 from ..storage.workspace import session_stem
 from ..stores import transcripts as history
@@ -278,30 +279,28 @@ def _cut(info: history.SessionInfo) -> int:
     return info.last_seq - info.turns if info.archived else 0
 
 
+_VALID_TO = attrgetter("valid_to")
+_CATEGORY = attrgetter("category")
+_SOURCE = attrgetter("source")
+_CREATED_AT = attrgetter("created_at")
+
+
 def _count(items: Iterable[Item], forgotten_at: list[datetime]) -> Overview:
     """One pass over the facts (100k at start-up: kept lean); only the days of
     the chart are counted (from a day before its first, whatever the zone)."""
-    live = superseded = 0
-    categories: Counter[str] = Counter()
-    sources: Counter[Source] = Counter()
     today = now().astimezone(UTC).date()
     first = today - timedelta(days=CHART_DAYS - 1)
     cut = datetime.combine(first - timedelta(days=1), dtime.min, tzinfo=UTC)
-    added: Counter[date] = Counter()
-    retired: Counter[date] = Counter()
-    for item in items:
-        valid_to = item.valid_to
-        if valid_to is None:
-            live += 1
-            categories[item.category] += 1
-            sources[item.source] += 1
-        else:
-            superseded += 1
-            if valid_to >= cut:
-                retired[valid_to.date()] += 1
-        created = item.created_at
-        if created >= cut:
-            added[created.date()] += 1
+    # by columns, each pass in C (map, attrgetter, Counter): a third of a loop's time
+    facts = list(items)
+    ends = list(map(_VALID_TO, facts))
+    live_facts = [fact for fact, end in zip(facts, ends, strict=True) if end is None]
+    live = len(live_facts)
+    superseded = len(facts) - live
+    categories = Counter(map(_CATEGORY, live_facts))
+    sources = Counter(map(_SOURCE, live_facts))
+    retired = Counter(end.date() for end in ends if end is not None and end >= cut)
+    added = Counter(at.date() for at in map(_CREATED_AT, facts) if at >= cut)
     gone = Counter(at.date() for at in forgotten_at)
     days = [
         {
