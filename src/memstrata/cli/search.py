@@ -5,11 +5,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import click
-from rich.table import Table
 from rich.text import Text
 
-from ..memory.search import LAYERS
-from .base import console, json_option, open_memory, print_json, workspace_options
+from ..storage.layers import SEARCHABLE as LAYERS  # not memory.search: see search()
+from .base import console, json_option, memory_opener, open_memory, print_json, workspace_options
 
 __all__ = ["DEFAULT_BUDGET", "context", "reindex", "search"]
 
@@ -65,7 +64,11 @@ def search(
     as_json: bool,
 ) -> None:
     """Find memories for QUERY (BM25 and local vectors, fused), with citations."""
-    with open_memory(workspace, group) as memory:
+    # The embedding model loads on another thread from here on (onnxruntime
+    # builds its session without the GIL) while the engine is imported and the
+    # workspace opened: this module imports neither, so that it starts first.
+    opener = memory_opener(workspace, group, preload_embedder=True)
+    with opener() as memory:
         hits = memory.search(
             query,
             k=k,
@@ -85,6 +88,8 @@ def search(
     if not hits:
         console.print("Nothing found.")
         return
+    from rich.table import Table
+
     table = Table(show_edge=False, pad_edge=False)
     for column in ("score", "where", "layer", "snippet"):
         table.add_column(column, overflow="fold" if column == "snippet" else "ellipsis")

@@ -34,6 +34,7 @@ they load on first use, so the CLI starts fast.
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 import threading
 from collections.abc import Sequence
@@ -54,9 +55,12 @@ __all__ = [
     "clear_embedder_cache",
     "load_embedder",
     "plugged_embedder",
+    "preload_embedder",
 ]
 
 SPECS = ("minilm", "hash", "none")
+
+log = logging.getLogger(__name__)
 
 
 _WORD = re.compile(r"\w+")
@@ -115,6 +119,33 @@ def _shared_minilm(model: str | None, tokenizer: str | None) -> MiniLMEmbedder:
         if embedder is None:
             embedder = _CACHE[key] = MiniLMEmbedder(key[0] or None, key[1] or None)
         return embedder
+
+
+def preload_embedder(
+    spec: str | None = None, *, model: str | None = None, tokenizer: str | None = None
+) -> threading.Thread | None:
+    """Start loading the shared embedder of ``spec`` on a daemon thread and return it
+    (``None`` when ``spec`` names no shared model: "hash", "none" or unknown).
+
+    For a process that will embed soon but has other work first (``memstrata
+    search`` imports the engine and opens the workspace): onnxruntime builds
+    its session without the GIL, so on a second core the model loads while
+    Python runs. A later :func:`load_embedder` of the same model waits for it
+    and shares it; a failure here is not cached, so that call raises it again.
+    """
+    choice = "minilm" if spec is None else spec.strip().lower()
+    if choice != "minilm":
+        return None
+
+    def load() -> None:
+        try:
+            _shared_minilm(model, tokenizer)
+        except Exception:  # noqa: BLE001 - load_embedder raises it again where it is used
+            log.debug("preloading the embedder failed", exc_info=True)
+
+    thread = threading.Thread(target=load, name="memstrata-embedder-preload", daemon=True)
+    thread.start()
+    return thread
 
 
 def clear_embedder_cache() -> None:
