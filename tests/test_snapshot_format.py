@@ -8,7 +8,7 @@ import json
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memstrata import Item, Memory, Source
@@ -75,7 +75,7 @@ def _same(a: Item, b: Item) -> bool:
     return a == b and json.dumps(a.to_dict()) == json.dumps(b.to_dict())
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200)
 @given(st.lists(items(), max_size=20, unique_by=lambda item: item.id))
 def test_every_item_comes_back_exactly(facts: list[Item]) -> None:
     snapshot = Snapshot.decode(_encode(facts))
@@ -120,7 +120,7 @@ def _format_1(facts: list[Item]) -> bytes:
     return json.dumps(head).encode()
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=50)
 @given(st.lists(items(), max_size=10, unique_by=lambda item: item.id))
 def test_a_format_1_snapshot_is_still_read(facts: list[Item]) -> None:
     snapshot = Snapshot.decode(_format_1(facts))

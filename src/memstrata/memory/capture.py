@@ -20,10 +20,8 @@ import builtins
 import re
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..capture.promote import corrected_item, durable_facts
-from ..capture.scan import Entry, scan
 from ..capture.secrets import redact
 from ..errors import InvalidInput, NotFound
 from ..model import (
@@ -51,6 +49,9 @@ from ..stores.lessons import (
 from ..stores.protocol import retired_keys
 from ..stores.session_state import StateEntry, append_entries, parse_state
 from .engine import Engine, clean_user
+
+if TYPE_CHECKING:
+    from ..capture.scan import Entry
 
 __all__ = ["SCAN_CHARS", "Capture", "Lessons", "Observer"]
 
@@ -117,6 +118,8 @@ class Observer:
                 f"observe: a message of {len(safe)} characters was scanned only in its first "
                 f"and last {SCAN_CHARS // 2} characters"
             )
+        from ..capture.scan import scan  # the rules: not imported by a process that only reads
+
         entries = scan(f"{head}\n\n{tail}" if tail else head, rules=self.engine.rules)
         if origin is not Source.USER or not entries:
             return [Capture(entry.category, _one_line(entry.text), at) for entry in entries]
@@ -164,6 +167,9 @@ class Observer:
     ) -> dict[tuple[tuple[int, int], str], tuple[str, str | None]]:
         """Durable facts of a message's entries -> (item id, superseded id) by
         sentence and category (``again``: see ``recapture``)."""
+        from ..capture.promote import corrected_item, durable_facts
+        from ..capture.scan import scan
+
         done: dict[tuple[tuple[int, int], str], tuple[str, str | None]] = {}
         said_before = retired_keys(self.engine.store) if again else set()
         for fact in durable_facts(entries, lambda clause: scan(clause, rules=self.engine.rules)):

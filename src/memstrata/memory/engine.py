@@ -46,9 +46,8 @@ import threading
 import weakref
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..capture.scan import RuleSet
 from ..capture.secrets import redact
 from ..config import Settings
 from ..errors import InvalidInput, MemstrataError, NotFound
@@ -82,6 +81,9 @@ from ..stores.longterm import (
 from ..stores.memory_file import MemoryFile
 from .events import Events
 from .hand_edits import HandEdits
+
+if TYPE_CHECKING:
+    from ..capture.scan import RuleSet  # the rules load at the first capture
 
 __all__ = ["Engine", "clean_user", "safe_text"]
 

@@ -36,7 +36,6 @@ from operator import attrgetter
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, TypeVar, Unpack, overload
 
-from ..capture.scan import load_rules
 from ..config import Settings, SettingsFields, workspace_location
 from ..errors import InvalidInput, NotFound
 from ..model import Status, clean_session
@@ -246,7 +245,12 @@ class Memory:
             else:
                 workspace.require()
             packs = _rule_packs(workspace)  # none: the built-in rules, compiled once
-            rules = load_rules(extra_packs=packs) if packs else None
+            if packs:
+                from ..capture.scan import load_rules
+
+                rules = load_rules(extra_packs=packs)
+            else:
+                rules = None
         except BaseException:
             if remote is not None:
                 remote.close()

@@ -26,7 +26,6 @@ from typing import Any
 from urllib.parse import quote
 
 from ..errors import InvalidInput, MemstrataError, NotFound
-from ..index.why import Why
 from ..memory import Memory
 from ..storage.layers import SEARCHABLE
 from ..stores.core import listed as core_files
@@ -294,6 +293,8 @@ class Views:
             raise InvalidInput(f"unknown layer {', '.join(sorted(unknown))}")
         superseded = params.get("superseded") == "1"
         hits: list[Any] = []
+        from ..index.why import Why  # the search machinery: not imported at start-up
+
         why = Why()
         if query:
             found = self.memory.search(
@@ -343,6 +344,8 @@ class Views:
         if layers is not None and "long_term" not in layers:
             verdict["reason"] = "its layer, long_term, is not among the layers searched"
             return verdict
+        from ..index.why import Why  # the search machinery: not imported at start-up
+
         why = Why()
         deeper = self.memory.search(query, k=WHY_NOT_K, why=why, **options)
         for rank, (hit, explained) in enumerate(zip(deeper, why.hits, strict=True), start=1):
