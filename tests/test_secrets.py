@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import time
 from pathlib import Path
 
@@ -505,3 +506,23 @@ def test_hostile_input_does_not_hang(text: str) -> None:
     started = time.perf_counter()
     redact(text)
     assert time.perf_counter() - started < 60.0
+
+
+def test_the_word_rules_compile_at_first_use_and_each_is_a_valid_pattern() -> None:
+    import subprocess
+    import sys
+
+    from memstrata.capture import secrets
+
+    for rule in secrets._WORD_RULES:  # noqa: SLF001 - every rule's two patterns compile
+        assert rule.lower.pattern == rule.source == rule.anycase.pattern
+        assert rule.anycase.flags & re.IGNORECASE and not rule.lower.flags & re.IGNORECASE
+    probe = (
+        "from memstrata.capture import secrets\n"
+        "print(sum(r._lower is not None for r in secrets._WORD_RULES))\n"
+        "secrets.redact('my password is hunter2hunter2')\n"
+        "print(sum(r._lower is not None for r in secrets._WORD_RULES))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    before, after = out.stdout.split()
+    assert before == "0" and int(after) >= 1  # none at import; a text with a trigger compiles

@@ -79,7 +79,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from .secret_shapes import (
@@ -340,14 +339,36 @@ _VALUE = (
 _BARE_VALUE = r"(?![:=：—–-])" + _VALUE
 
 
-@dataclass(frozen=True, slots=True)
 class _WordRule:
-    """A case-insensitive rule: compiled for lower-cased text and for any case."""
+    """A case-insensitive rule: compiled for lower-cased text and for any case,
+    each when first needed (a text holding one of its triggers): compiling the
+    seven rules cost every process 20 ms at import, a reader included."""
 
-    triggers: tuple[str, ...]
-    lower: re.Pattern[str]
-    anycase: re.Pattern[str]
-    accept: Callable[[list[_Find], str, re.Match[str]], None]
+    __slots__ = ("_anycase", "_lower", "accept", "source", "triggers")
+
+    def __init__(
+        self,
+        triggers: tuple[str, ...],
+        source: str,
+        accept: Callable[[list[_Find], str, re.Match[str]], None],
+    ) -> None:
+        self.triggers = triggers
+        self.source = source
+        self.accept = accept
+        self._lower: re.Pattern[str] | None = None
+        self._anycase: re.Pattern[str] | None = None
+
+    @property
+    def lower(self) -> re.Pattern[str]:
+        if self._lower is None:  # two threads may both compile it: the same pattern
+            self._lower = re.compile(self.source)
+        return self._lower
+
+    @property
+    def anycase(self) -> re.Pattern[str]:
+        if self._anycase is None:
+            self._anycase = re.compile(self.source, re.IGNORECASE)
+        return self._anycase
 
 
 def _word_rule(
@@ -355,7 +376,7 @@ def _word_rule(
     pattern: str,
     accept: Callable[[list[_Find], str, re.Match[str]], None],
 ) -> _WordRule:
-    return _WordRule(triggers, re.compile(pattern), re.compile(pattern, re.IGNORECASE), accept)
+    return _WordRule(triggers, pattern, accept)
 
 
 _PASSWORD_NAMES = frozenset({"password", "passwd", "pwd", "passcode", "passphrase"})
