@@ -86,7 +86,7 @@ def test_every_item_comes_back_exactly(facts: list[Item]) -> None:
     assert snapshot.keys == {item.key: item.id for item in facts if item.is_live}
 
 
-def test_rows_are_arrays_of_the_named_fields_without_trailing_nulls() -> None:
+def test_rows_are_arrays_of_the_named_fields() -> None:
     item = Item(
         id="a1",
         text="The staging database listens on port 5433",
@@ -98,7 +98,9 @@ def test_rows_are_arrays_of_the_named_fields_without_trailing_nulls() -> None:
     assert data["format"] == SNAPSHOT_FORMAT == 2
     assert data["fields"] == list(ROW_FIELDS)
     stamp = EPOCH.isoformat()
-    assert data["items"] == [["a1", item.text, "fact", "user", stamp, 0, 0, 0, item.key]]
+    assert data["items"] == [
+        ["a1", item.text, "fact", "user", stamp, 0, 0, 0, item.key] + [None] * 4
+    ]
 
 
 def _format_1(facts: list[Item]) -> bytes:
@@ -151,15 +153,15 @@ def test_a_workspace_with_a_format_1_snapshot_opens_and_is_rewritten_in_format_2
         }
 
 
-GOOD = ["a1", "text", "fact", "user", EPOCH.isoformat(), 0, 0, 0, "text"]
+GOOD = ["a1", "text", "fact", "user", EPOCH.isoformat(), 0, 0, 0, "text", None, None, None, None]
 
 
 @pytest.mark.parametrize(
     "row",
     [
         pytest.param({"id": "a1"}, id="an object in a format-2 file"),
-        pytest.param(GOOD[:7], id="too short"),
-        pytest.param([*GOOD, None, None, None, None, "one too many"], id="too long"),
+        pytest.param(GOOD[:9], id="too short"),
+        pytest.param([*GOOD, "one too many"], id="too long"),
         pytest.param([1, *GOOD[1:]], id="id not a string"),
         pytest.param([GOOD[0], None, *GOOD[2:]], id="text null"),
         pytest.param([*GOOD[:3], "robot", *GOOD[4:]], id="unknown source"),
@@ -167,9 +169,9 @@ GOOD = ["a1", "text", "fact", "user", EPOCH.isoformat(), 0, 0, 0, "text"]
         pytest.param([*GOOD[:4], 17, *GOOD[5:]], id="created_at a number"),
         pytest.param([*GOOD[:5], "soon", *GOOD[6:]], id="updated_at not a time"),
         pytest.param([*GOOD[:7], "3", *GOOD[8:]], id="hits a string"),
-        pytest.param([*GOOD[:8], 5], id="key a number"),
-        pytest.param([*GOOD, ["s"]], id="session a list"),
-        pytest.param([*GOOD, None, "never"], id="valid_to not a time"),
+        pytest.param([*GOOD[:8], 5, *GOOD[9:]], id="key a number"),
+        pytest.param([*GOOD[:9], ["s"], *GOOD[10:]], id="session a list"),
+        pytest.param([*GOOD[:10], "never", *GOOD[11:]], id="valid_to not a time"),
     ],
 )
 def test_a_damaged_row_is_corrupt(row: object) -> None:
