@@ -32,8 +32,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from ..capture.promote import durable_facts, redaction_only
-from ..capture.scan import scan
 from ..errors import BackendUnavailable, InvalidInput
 from ..stores.transcripts import Turn, conversation_lines
 
@@ -110,6 +108,10 @@ def _statements(said: str) -> list[tuple[str, str]]:
     ``observe`` keeps them (a sentence of independent statements cut into its
     clauses, so a bullet says what the MEMORY.md item says), then each
     sentence's decision or value that no fact stands for."""
+    # the capture rules: loaded by the first summary, not by every reader of this module
+    from ..capture.promote import durable_facts, redaction_only
+    from ..capture.scan import scan
+
     entries = scan(said)
     facts = durable_facts(entries, scan)
     covered = {(fact.span, category) for fact in facts for category in fact.categories}
@@ -157,6 +159,8 @@ def summary_facts(summary: str) -> list[SummaryFact]:
 
 
 def _worth_keeping(text: str) -> bool:
+    from ..capture.promote import redaction_only
+
     return (
         bool(text)
         and text.casefold().strip(".") != "none"
