@@ -340,9 +340,8 @@ _BARE_VALUE = r"(?![:=：—–-])" + _VALUE
 
 
 class _WordRule:
-    """A case-insensitive rule: compiled for lower-cased text and for any case,
-    each when first needed (a text holding one of its triggers): compiling the
-    seven rules cost every process 20 ms at import, a reader included."""
+    """A case-insensitive rule: compiled for lower-cased text and for any case, each
+    when first needed (a text with a trigger), not at import (20 ms, readers too)."""
 
     __slots__ = ("_anycase", "_lower", "accept", "source", "triggers")
 
@@ -352,22 +351,18 @@ class _WordRule:
         source: str,
         accept: Callable[[list[_Find], str, re.Match[str]], None],
     ) -> None:
-        self.triggers = triggers
-        self.source = source
-        self.accept = accept
+        self.triggers, self.source, self.accept = triggers, source, accept
         self._lower: re.Pattern[str] | None = None
         self._anycase: re.Pattern[str] | None = None
 
     @property
-    def lower(self) -> re.Pattern[str]:
-        if self._lower is None:  # two threads may both compile it: the same pattern
-            self._lower = re.compile(self.source)
+    def lower(self) -> re.Pattern[str]:  # two threads may both compile it: the same pattern
+        self._lower = self._lower or re.compile(self.source)
         return self._lower
 
     @property
     def anycase(self) -> re.Pattern[str]:
-        if self._anycase is None:
-            self._anycase = re.compile(self.source, re.IGNORECASE)
+        self._anycase = self._anycase or re.compile(self.source, re.IGNORECASE)
         return self._anycase
 
 
