@@ -289,7 +289,24 @@ def _time_or_none(value: datetime | None) -> str | None:
 
 # Item's slots, set directly: a frozen dataclass's __init__ sets each field
 # through object.__setattr__, a third slower.
-_SETTERS = tuple(Item.__dict__[name].__set__ for name in Item.__dataclass_fields__)
+_SET_ORDER = (
+    "id",
+    "text",
+    "category",
+    "source",
+    "session",
+    "created_at",
+    "updated_at",
+    "hits",
+    "valid_from",
+    "valid_to",
+    "superseded_by",
+    "user",
+)
+# every field is set (a slot left unset would fail only when read): checked at import
+if set(_SET_ORDER) != set(Item.__dataclass_fields__):
+    raise TypeError("Item's fields changed: _read_rows must set each of them")
+_SETTERS = tuple(Item.__dict__[name].__set__ for name in _SET_ORDER)
 _SOURCE_OF = {member.value: member for member in Source}
 
 
