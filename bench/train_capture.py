@@ -12,7 +12,9 @@ rules were written from), ``blind`` (``blind/``), ``template``
 (``generated/``, from ``bench/gen_capture_corpus.py``) and ``hand``
 (``negatives/``, hand-written hard negatives) and ``probe`` (``probe/``,
 paraphrases and hard negatives written before the rules that cover them) and
-``fresh`` (``fresh/``, written after the rules and never used to tune them).
+``fresh`` (``fresh/``, written after the rules, tuned on since the second
+round of issue 17) and ``paraphrase`` (``paraphrase/``, natively written
+paraphrases and hard negatives, committed before the rules that cover them).
 
 Run::
 
@@ -44,6 +46,7 @@ FOLDERS = {
     "hand": CORPUS / "negatives",
     "probe": CORPUS / "probe",
     "fresh": CORPUS / "fresh",
+    "paraphrase": CORPUS / "paraphrase",
 }
 MIN_COUNT = 2
 STEPS = 300
