@@ -5,8 +5,8 @@ the five durable categories (correction, proper_noun, preference, decision,
 remember). Two cross-validations, each fold training the scorer with
 ``bench/train_capture.py``'s ``train`` on the other groups only:
 
-* **by author**: hold out ``blind``, ``template``, ``hand``, ``probe``, ``fresh`` or
-  ``paraphrase``; train on the
+* **by author**: hold out ``blind``, ``template``, ``hand``, ``probe``, ``fresh``,
+  ``paraphrase`` or ``recheck``; train on the
   rest (``original`` included). ``original`` — the messages the rules were
   written from — is never a test group. The per-language table pools the
   three held-out folds: every message is predicted by a model that never saw
@@ -40,7 +40,7 @@ import memstrata.capture.scan as scan_module  # noqa: E402
 from memstrata.capture.scorer import DURABLE, Model, additions  # noqa: E402
 from train_capture import LANGUAGES, load_corpus, train  # noqa: E402
 
-TEST_AUTHORS = ("blind", "template", "hand", "probe", "fresh", "paraphrase")
+TEST_AUTHORS = ("blind", "template", "hand", "probe", "fresh", "paraphrase", "recheck")
 VARIANTS: dict[str, dict[str, Any]] = {
     "shipped": {},
     "no_rule_features": {"rule_features": False},

@@ -14,7 +14,8 @@ rules were written from), ``blind`` (``blind/``), ``template``
 paraphrases and hard negatives written before the rules that cover them) and
 ``fresh`` (``fresh/``, written after the rules, tuned on since the second
 round of issue 17) and ``paraphrase`` (``paraphrase/``, natively written
-paraphrases and hard negatives, committed before the rules that cover them).
+paraphrases and hard negatives, committed before the rules that cover them) and
+``recheck`` (``recheck/``, written after the round-2 rules and never tuned on).
 
 Run::
 
@@ -47,6 +48,7 @@ FOLDERS = {
     "probe": CORPUS / "probe",
     "fresh": CORPUS / "fresh",
     "paraphrase": CORPUS / "paraphrase",
+    "recheck": CORPUS / "recheck",
 }
 MIN_COUNT = 2
 STEPS = 300
