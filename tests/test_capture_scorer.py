@@ -261,7 +261,16 @@ def test_the_generated_corpus_is_reproducible() -> None:
 )
 def test_the_grown_corpus_is_well_formed(folder: str, author: str) -> None:
     texts = set()
-    for folder_name in ("", "blind", "generated", "negatives", "probe", "fresh", "paraphrase", "recheck"):
+    for folder_name in (
+        "",
+        "blind",
+        "generated",
+        "negatives",
+        "probe",
+        "fresh",
+        "paraphrase",
+        "recheck",
+    ):
         for lang in LANGUAGES:
             path = CORPUS / folder_name / f"{lang}.jsonl"
             for line in path.read_text(encoding="utf-8").splitlines():
