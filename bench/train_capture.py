@@ -15,7 +15,9 @@ paraphrases and hard negatives written before the rules that cover them) and
 ``fresh`` (``fresh/``, written after the rules, tuned on since the second
 round of issue 17) and ``paraphrase`` (``paraphrase/``, natively written
 paraphrases and hard negatives, committed before the rules that cover them) and
-``recheck`` (``recheck/``, written after the round-2 rules and never tuned on).
+``recheck`` (``recheck/``, written after the round-2 rules, measured once, then
+tuned on) and ``recheck2`` (``recheck2/``, written after the last round-2 rule
+change and never tuned on).
 
 Run::
 
@@ -49,6 +51,7 @@ FOLDERS = {
     "fresh": CORPUS / "fresh",
     "paraphrase": CORPUS / "paraphrase",
     "recheck": CORPUS / "recheck",
+    "recheck2": CORPUS / "recheck2",
 }
 MIN_COUNT = 2
 STEPS = 300

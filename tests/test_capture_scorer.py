@@ -257,6 +257,7 @@ def test_the_generated_corpus_is_reproducible() -> None:
         ("fresh", "fresh"),
         ("paraphrase", "paraphrase"),
         ("recheck", "recheck"),
+        ("recheck2", "recheck2"),
     ],
 )
 def test_the_grown_corpus_is_well_formed(folder: str, author: str) -> None:
@@ -270,6 +271,7 @@ def test_the_grown_corpus_is_well_formed(folder: str, author: str) -> None:
         "fresh",
         "paraphrase",
         "recheck",
+        "recheck2",
     ):
         for lang in LANGUAGES:
             path = CORPUS / folder_name / f"{lang}.jsonl"
