@@ -77,6 +77,22 @@ POS = [
     ("беру свои слова назад, релиз в среду", "correction"),
     ("当我没说，用MySQL", "correction"),
     ("不对不对，我说的是测试环境", "correction"),
+    # round 2b: the same families, wider
+    ("hello there, it's Sevara, I own the mobile app", "proper_noun"),
+    ("you can address me as Madam Chair", "proper_noun"),
+    ("my nephew Timur starts here on Monday", "proper_noun"),
+    ("always round prices whenever you quote them", "preference"),
+    ("we finally landed on Vite for the build", "decision"),
+    ("make sure you remember my badge number is on file", "remember"),
+    ("onamni hamma Opajon deb ataydi", "proper_noun"),
+    ("esingizda bo'lsin, kalit qorovulda", "remember"),
+    ("yaxshi, Flutter'ni tanlaymiz", "decision"),
+    ("хорошо, оставляем Jenkins", "decision"),
+    ("здравствуйте, на связи Лола, бухгалтерия", "proper_noun"),
+    ("我是产品那边的小雨", "proper_noun"),
+    ("提醒的时候都带上日期", "preference"),
+    ("好，就这个方案了", "decision"),
+    ("我外婆叫秀兰", "proper_noun"),
 ]
 NEG = [
     "Thanks from the whole team!",
@@ -102,6 +118,12 @@ NEG = [
     "记得当年我们还用软盘",
     "他在故事里说：以后叫我老大",
     "不对劲，页面白屏了",
+    "it's Monday, I think",
+    "the plane landed on time",
+    "whenever you're ready, no rush",
+    "ладно, посмотрим",
+    "yaxshi, ko'ramiz",
+    "我尽量记得带伞",
 ]
 # a fact about the user's rota or whereabouts is kept, but it is no wish
 FACT_NOT_WISH = [
