@@ -124,6 +124,11 @@ NEG = [
     "ладно, посмотрим",
     "yaxshi, ko'ramiz",
     "我尽量记得带伞",
+    # false captures the first round-2 rules made on LoCoMo chat turns
+    "It shows you how rare it is.",
+    "Congrats on the new team!",
+    "I'll make sure to remember this next time",
+    "in the end we ended up with three sponsors",
 ]
 # a fact about the user's rota or whereabouts is kept, but it is no wish
 FACT_NOT_WISH = [
