@@ -50,6 +50,9 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "threshold_0.8": {"threshold": 0.8},
     "positive_weight_3": {"positive_weight": 3.0},
     "l2_1e-3": {"l2": 1e-3},
+    "no_rule_features_0.6": {"rule_features": False, "threshold": 0.6},
+    "no_rule_features_0.7": {"rule_features": False, "threshold": 0.7},
+    "no_rule_features_0.8": {"rule_features": False, "threshold": 0.8},
 }
 
 Counts = dict[str, list[int]]
