@@ -5,7 +5,8 @@ the five durable categories (correction, proper_noun, preference, decision,
 remember). Two cross-validations, each fold training the scorer with
 ``bench/train_capture.py``'s ``train`` on the other groups only:
 
-* **by author**: hold out ``blind``, ``template``, ``hand``, ``probe`` or ``fresh``; train on the
+* **by author**: hold out ``blind``, ``template``, ``hand``, ``probe``, ``fresh``,
+  ``paraphrase``, ``recheck`` or ``recheck2``; train on the
   rest (``original`` included). ``original`` — the messages the rules were
   written from — is never a test group. The per-language table pools the
   three held-out folds: every message is predicted by a model that never saw
@@ -39,7 +40,7 @@ import memstrata.capture.scan as scan_module  # noqa: E402
 from memstrata.capture.scorer import DURABLE, Model, additions  # noqa: E402
 from train_capture import LANGUAGES, load_corpus, train  # noqa: E402
 
-TEST_AUTHORS = ("blind", "template", "hand", "probe", "fresh")
+TEST_AUTHORS = ("blind", "template", "hand", "probe", "fresh", "paraphrase", "recheck", "recheck2")
 VARIANTS: dict[str, dict[str, Any]] = {
     "shipped": {},
     "no_rule_features": {"rule_features": False},
@@ -49,6 +50,9 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "threshold_0.8": {"threshold": 0.8},
     "positive_weight_3": {"positive_weight": 3.0},
     "l2_1e-3": {"l2": 1e-3},
+    "no_rule_features_0.6": {"rule_features": False, "threshold": 0.6},
+    "no_rule_features_0.7": {"rule_features": False, "threshold": 0.7},
+    "no_rule_features_0.8": {"rule_features": False, "threshold": 0.8},
 }
 
 Counts = dict[str, list[int]]

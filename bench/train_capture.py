@@ -12,7 +12,12 @@ rules were written from), ``blind`` (``blind/``), ``template``
 (``generated/``, from ``bench/gen_capture_corpus.py``) and ``hand``
 (``negatives/``, hand-written hard negatives) and ``probe`` (``probe/``,
 paraphrases and hard negatives written before the rules that cover them) and
-``fresh`` (``fresh/``, written after the rules and never used to tune them).
+``fresh`` (``fresh/``, written after the rules, tuned on since the second
+round of issue 17) and ``paraphrase`` (``paraphrase/``, natively written
+paraphrases and hard negatives, committed before the rules that cover them) and
+``recheck`` (``recheck/``, written after the round-2 rules, measured once, then
+tuned on) and ``recheck2`` (``recheck2/``, written after the last round-2 rule
+change and never tuned on).
 
 Run::
 
@@ -44,6 +49,9 @@ FOLDERS = {
     "hand": CORPUS / "negatives",
     "probe": CORPUS / "probe",
     "fresh": CORPUS / "fresh",
+    "paraphrase": CORPUS / "paraphrase",
+    "recheck": CORPUS / "recheck",
+    "recheck2": CORPUS / "recheck2",
 }
 MIN_COUNT = 2
 STEPS = 300

@@ -58,3 +58,19 @@ def test_the_corpus_is_large_enough_and_holds_the_named_traps() -> None:
     assert english["Do you prefer tabs or spaces?"] == []
     assert any(t.startswith("I remember when") and english[t] == [] for t in english)
     assert any("it's" in t.lower() and english[t] == [] for t in english)
+
+
+DURABLE = ("correction", "decision", "preference", "proper_noun", "remember")
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_the_paraphrase_set_is_balanced(lang: str) -> None:
+    """``paraphrase/``: ≥ 40 messages a language, about half hard negatives, every durable form."""
+    lines = (CORPUS / "paraphrase" / f"{lang}.jsonl").read_text(encoding="utf-8").splitlines()
+    messages = [json.loads(line) for line in lines if line.strip()]
+    assert len(messages) >= 40
+    assert all(m["author"] == "paraphrase" and m["lang"] == lang for m in messages)
+    counts = Counter(label for m in messages for label in m["labels"])
+    assert all(counts[category] >= 3 for category in DURABLE), counts
+    negatives = sum(1 for m in messages if not m["labels"])
+    assert 0.35 <= negatives / len(messages) <= 0.65
