@@ -109,11 +109,39 @@ def sif_weights(vocab: int, a: float) -> NDArray[np.float64]:
     return a / (a + p)
 
 
+def wordfreq_weights(vocab: int, a: float) -> NDArray[np.float64]:
+    """``a / (a + p)`` with ``p`` each token's share of English text, from the
+    word frequencies of the PyPI package ``wordfreq`` (``--prior wordfreq``; a
+    build-time tool only, not a dependency of memstrata): every word of its
+    300,000 most frequent is tokenized and its frequency added to its tokens;
+    a token no word reaches counts as the rarest one reached."""
+    from tokenizers import Tokenizer
+    from wordfreq import top_n_list, word_frequency
+
+    from memstrata.embed.static import vendored_tokenizer_bytes
+
+    tokenizer = Tokenizer.from_str(vendored_tokenizer_bytes().decode("utf-8"))
+    words = top_n_list("en", 300_000)
+    counts = np.zeros(vocab, dtype=np.float64)
+    encodings = tokenizer.encode_batch(words, add_special_tokens=False)
+    for word, encoding in zip(words, encodings, strict=True):
+        np.add.at(counts, encoding.ids, word_frequency(word, "en"))
+    counts[counts == 0] = counts[counts > 0].min()
+    p = counts / counts.sum()
+    return a / (a + p)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--dim", type=int, default=128, help="PCA dimensions (<= 384)")
     parser.add_argument("--sif", type=float, default=1e-4, help="SIF a (0: no weighting)")
     parser.add_argument("--dtype", choices=("int8", "float16"), default="int8")
+    parser.add_argument(
+        "--prior",
+        choices=("rank", "wordfreq"),
+        default="rank",
+        help="token frequencies: Zipf over the vocabulary's rank, or wordfreq's English",
+    )
     parser.add_argument(
         "--raw", action="store_true", help="PCA on the raw pooled rows (not L2-normalised)"
     )
@@ -145,7 +173,8 @@ def main() -> None:
         rows /= np.linalg.norm(rows, axis=1, keepdims=True)
     table = pca(rows, args.dim)
     if args.sif:
-        table[:vocab] *= sif_weights(vocab, args.sif)[:, None]
+        weigh = wordfreq_weights if args.prior == "wordfreq" else sif_weights
+        table[:vocab] *= weigh(vocab, args.sif)[:, None]
     header = TableHeader(
         dim=args.dim, rows=vocab + 1, dtype=args.dtype, sif=args.sif, teacher=DEFAULT_MODEL_SHA256
     )
