@@ -136,7 +136,7 @@ def test_bad_input_is_invalid_input(static: Embedder) -> None:
         static.embed(["ok", 3])  # type: ignore[list-item]
     with pytest.raises(InvalidInput):
         StaticEmbedder(max_length=0)
-    with pytest.raises(InvalidInput, match="no tokenizer"):
+    with pytest.raises(BackendUnavailable, match="no tokenizer"):
         load_embedder("static", tokenizer="/tmp/tokenizer.json")
 
 

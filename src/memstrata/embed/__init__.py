@@ -18,10 +18,12 @@ same text, so stored vectors of another name must not be compared.
 * ``"static"``: :class:`~memstrata.embed.static.StaticEmbedder`, MiniLM
   distilled into a table of one 128-number row per token (shipped inside
   memstrata, pinned by SHA-256): a text's vector is the normalised mean of
-  its tokens' rows. No onnxruntime (numpy and tokenizers only): about 0.05 ms
-  a query rather than ~4 ms, and a faster start. ``model`` is another table
-  file (``bench/distill_static.py``); ``tokenizer`` is refused (the table's
-  rows are the vendored tokenizer's vocabulary). Loaded once per process.
+  its tokens' rows. No onnxruntime (numpy and tokenizers only): about 0.2 ms
+  a query inside a search rather than ~4-5 ms, and a faster start; lower
+  recall (docs/search.md). ``model`` is another table file
+  (``bench/distill_static.py``); a ``tokenizer`` is ``BackendUnavailable``
+  (the table's rows are the vendored tokenizer's vocabulary). Loaded once per
+  process.
 * ``"hash"``: :class:`HashEmbedder`, a feature-hashing bag of words with NO
   semantic knowledge ("cat" and "kitten" are unrelated to it). It is for
   tests and for an explicit, informed fallback; it is never chosen silently,
@@ -130,7 +132,7 @@ def _shared_minilm(model: str | None, tokenizer: str | None) -> MiniLMEmbedder:
 def _shared_static(table: str | None, tokenizer: str | None) -> StaticEmbedder:
     """The process-wide StaticEmbedder of ``table`` (a failure is not cached)."""
     if tokenizer is not None and tokenizer.strip():
-        raise InvalidInput(
+        raise BackendUnavailable(
             "the static embedder takes no tokenizer (its table is the vendored "
             "tokenizer's vocabulary); unset embed_tokenizer / MEMSTRATA_EMBED_TOKENIZER"
         )
