@@ -59,8 +59,10 @@ __all__ = [
 #: The table shipped in ``data/`` and its SHA-256 (``bench/distill_static.py``).
 DEFAULT_TABLE = "static-minilm-128.bin"
 DEFAULT_TABLE_SHA256 = "ca0f8ac79c319550aaf1e493285a00727a781165ea1e9799b20f1d7df5997027"
-#: The ``name`` of the default table's vectors.
-DEFAULT_TABLE_NAME = "static-minilm-128-int8"
+#: The ``name`` of the default table's vectors: it ends with the pin's first 12
+#: hex digits, so that another shipped table never shares a name with this one
+#: (``index/relevance.py`` keys this table's floor by it).
+DEFAULT_TABLE_NAME = "static-minilm-128-int8:ca0f8ac79c31"
 DEFAULT_MAX_LENGTH = 512
 INSTALL_HINT = "they are memstrata's own dependencies: reinstall it (pip install memstrata)"
 MAGIC = b"MEMSTRATA-STATIC-1\n"
