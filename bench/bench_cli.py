@@ -125,7 +125,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=7, help="timed runs per figure")
     parser.add_argument(
-        "--embedder", default="minilm", help="the workspace's embedder (minilm, hash, none)"
+        "--embedder", default="minilm", help="the workspace's embedder (minilm, static, hash, none)"
     )
     parser.add_argument("--json", type=Path, default=None, help="also write the report here")
     parser.add_argument(

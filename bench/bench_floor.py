@@ -39,6 +39,8 @@ from benchutil import emit, machine
 from memstrata.benchmarks import locomo
 from memstrata.benchmarks.unrelated import UNRELATED
 from memstrata.embed import load_embedder
+from memstrata.index.hybrid import Weights
+from memstrata.index.relevance import FLOOR_OFFSETS
 
 SIZES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 SUBSETS = 40
@@ -109,6 +111,7 @@ def main(argv: list[str] | None = None) -> None:
         for n, values in sizes.items():
             everything.setdefault(n, []).append(values)
     a, b = _fit(everything)
+    floor = Weights().floor_vector + FLOOR_OFFSETS.get(embedder.name, 0.0)
     quantiles = {
         str(n): round(float(np.quantile(np.concatenate(v), QUANTILE)), 4)
         for n, v in sorted(everything.items())
@@ -122,7 +125,8 @@ def main(argv: list[str] | None = None) -> None:
         "quantile": QUANTILE,
         "p99_best_cosine_by_size": quantiles,
         "fit_all": {"a": round(a, 4), "b": round(b, 4)},
-        "crosses_at": round(math.exp((0.34 - a) / b)) if b > 0 else None,
+        # where the line reaches the default floor (plus the model's offset)
+        "crosses_at": round(math.exp((floor - a) / b)) if b > 0 else None,
         "leave_one_out": folds,
         "held_out_false_hits_mean": round(float(np.mean(held_rates)), 4),
         "held_out_false_hits_max": round(float(np.max(held_rates)), 4),

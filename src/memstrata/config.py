@@ -65,7 +65,7 @@ class Settings:
     session_max_bytes: int = 2_000_000
     session_keep_turns: int = 200
     working_max_chars: int = 4000
-    # A name ("minilm", "hash", "none") or an object implementing the
+    # A name ("minilm", "static", "hash", "none") or an object implementing the
     # Embedder protocol (Memory.open checks and wraps it: embed.plugged_embedder).
     embedder: str | Embedder = "minilm"
     session_summary_tokens: int = 8000
@@ -75,7 +75,8 @@ class Settings:
     # from Python also an object with name and summarize(turns).
     summarizer: str | SummarizerLike = "extractive"
     summary_model: str | None = None
-    # Another ONNX model (and its tokenizer.json) for embedder "minilm".
+    # Another ONNX model (and its tokenizer.json) for embedder "minilm";
+    # another table (no tokenizer) for embedder "static".
     embed_model: str | None = None
     embed_tokenizer: str | None = None
 

@@ -21,8 +21,11 @@ __all__ = ["OneLineFormatter", "bench", "mcp", "plain_logs", "serve_command"]
 
 _JSON_OUT = click.Path(dir_okay=False, path_type=Path)
 _JSON_HELP = "Also write the report to this file."
-_EMBEDDERS = click.Choice(["minilm", "hash", "none"])
-_EMBEDDER_HELP = "The embedder: the local MiniLM, a hashing stand-in, or none (BM25 only)."
+_EMBEDDERS = click.Choice(["minilm", "static", "hash", "none"])
+_EMBEDDER_HELP = (
+    "The embedder: the local MiniLM, its static distillation (a token table), "
+    "a hashing stand-in, or none (BM25 only)."
+)
 
 
 @click.group(name="bench")

@@ -15,6 +15,15 @@ same text, so stored vectors of another name must not be compared.
   ``$MEMSTRATA_EMBED_MODEL`` and ``$MEMSTRATA_EMBED_TOKENIZER``). Loaded once
   per process and shared (per model and tokenizer). Its packages are memstrata's
   own dependencies; if one is missing, ``BackendUnavailable`` says which.
+* ``"static"``: :class:`~memstrata.embed.static.StaticEmbedder`, MiniLM
+  distilled into a table of one 128-number row per token (shipped inside
+  memstrata, pinned by SHA-256): a text's vector is the normalised mean of
+  its tokens' rows. No onnxruntime (numpy and tokenizers only): about 0.2 ms
+  a query inside a search rather than ~4-5 ms, and a faster start; lower
+  recall (docs/search.md). ``model`` is another table file
+  (``bench/distill_static.py``); a ``tokenizer`` is ``BackendUnavailable``
+  (the table's rows are the vendored tokenizer's vocabulary). Loaded once per
+  process.
 * ``"hash"``: :class:`HashEmbedder`, a feature-hashing bag of words with NO
   semantic knowledge ("cat" and "kitten" are unrelated to it). It is for
   tests and for an explicit, informed fallback; it is never chosen silently,
@@ -43,6 +52,7 @@ from typing import TYPE_CHECKING
 from ..errors import BackendUnavailable, InvalidInput
 from ..model import Embedder  # the protocol (a value type: settings hold one)
 from .onnx import MiniLMEmbedder, check_texts
+from .static import StaticEmbedder
 
 if TYPE_CHECKING:
     import numpy as np
@@ -52,13 +62,14 @@ __all__ = [
     "Embedder",
     "HashEmbedder",
     "MiniLMEmbedder",
+    "StaticEmbedder",
     "clear_embedder_cache",
     "load_embedder",
     "plugged_embedder",
     "preload_embedder",
 ]
 
-SPECS = ("minilm", "hash", "none")
+SPECS = ("minilm", "static", "hash", "none")
 
 log = logging.getLogger(__name__)
 
@@ -108,6 +119,7 @@ class HashEmbedder:
 
 
 _CACHE: dict[tuple[str, str], MiniLMEmbedder] = {}
+_STATIC_CACHE: dict[str, StaticEmbedder] = {}
 _CACHE_LOCK = threading.Lock()
 
 
@@ -121,6 +133,21 @@ def _shared_minilm(model: str | None, tokenizer: str | None) -> MiniLMEmbedder:
         return embedder
 
 
+def _shared_static(table: str | None, tokenizer: str | None) -> StaticEmbedder:
+    """The process-wide StaticEmbedder of ``table`` (a failure is not cached)."""
+    if tokenizer is not None and tokenizer.strip():
+        raise BackendUnavailable(
+            "the static embedder takes no tokenizer (its table is the vendored "
+            "tokenizer's vocabulary); unset embed_tokenizer / MEMSTRATA_EMBED_TOKENIZER"
+        )
+    key = (table or "").strip()
+    with _CACHE_LOCK:
+        embedder = _STATIC_CACHE.get(key)
+        if embedder is None:
+            embedder = _STATIC_CACHE[key] = StaticEmbedder(key or None)
+        return embedder
+
+
 def preload_embedder(
     spec: str | None = None, *, model: str | None = None, tokenizer: str | None = None
 ) -> threading.Thread | None:
@@ -129,17 +156,18 @@ def preload_embedder(
 
     For a process that will embed soon but has other work first (``memstrata
     search`` imports the engine and opens the workspace): onnxruntime builds
-    its session without the GIL, so on a second core the model loads while
-    Python runs. A later :func:`load_embedder` of the same model waits for it
+    MiniLM's session without the GIL (and the static table is read without
+    it), so on a second core the model loads while Python runs. A later :func:`load_embedder` of the same model waits for it
     and shares it; a failure here is not cached, so that call raises it again.
     """
     choice = "minilm" if spec is None else spec.strip().lower()
-    if choice != "minilm":
+    shared = {"minilm": _shared_minilm, "static": _shared_static}.get(choice)
+    if shared is None:
         return None
 
     def load() -> None:
         try:
-            _shared_minilm(model, tokenizer)
+            shared(model, tokenizer)
         except Exception:  # noqa: BLE001 - load_embedder raises it again where it is used
             log.debug("preloading the embedder failed", exc_info=True)
 
@@ -149,18 +177,21 @@ def preload_embedder(
 
 
 def clear_embedder_cache() -> None:
-    """Forget the shared MiniLM embedders (the next ``load_embedder`` loads again)."""
+    """Forget the shared MiniLM and static embedders (the next ``load_embedder`` loads again)."""
     with _CACHE_LOCK:
         _CACHE.clear()
+        _STATIC_CACHE.clear()
 
 
 def load_embedder(
     spec: str | None = None, *, model: str | None = None, tokenizer: str | None = None
 ) -> Embedder:
-    """The embedder named by ``spec`` (``None``/"minilm", "hash", "none"); see the docstring.
+    """The embedder named by ``spec`` (``None``/"minilm", "static", "hash", "none"); see
+    the docstring.
 
     ``model`` and ``tokenizer``: another ONNX file and its ``tokenizer.json``
-    for "minilm" (``None``: the pinned default model, the vendored tokenizer).
+    for "minilm" (``None``: the pinned default model, the vendored tokenizer);
+    another table file for "static" (no tokenizer).
 
     Raises ``BackendUnavailable`` when the embedder cannot be used (missing
     extra, bad model file, hash mismatch, or ``"none"``) and ``InvalidInput``
@@ -169,6 +200,8 @@ def load_embedder(
     choice = "minilm" if spec is None else spec.strip().lower()
     if choice == "minilm":
         return _shared_minilm(model, tokenizer)
+    if choice == "static":
+        return _shared_static(model, tokenizer)
     if choice == "hash":
         return HashEmbedder()
     if choice == "none":

@@ -22,6 +22,7 @@ from .protocol import Index
 
 __all__ = [
     "BACKGROUND",
+    "FLOOR_OFFSETS",
     "RELEVANCE",
     "SMALL_INDEX_FLOORS",
     "Relevance",
@@ -68,17 +69,33 @@ class Relevance:
 # turn away, in a workspace of ten facts, paraphrases that belong there.
 SMALL_INDEX_FLOORS: dict[str, tuple[float, float]] = {
     "all-MiniLM-L6-v2-onnx-int8": (0.1657, 0.0226),
+    # the static table (embed/static.py): bench_floor.py --embedder static,
+    # 1.1 % held-out false hits on average, 2.3 % at most
+    "static-minilm-128-int8:ca0f8ac79c31": (0.5103, 0.0203),
+}
+
+
+# ``Weights.floor_vector`` is on MiniLM's scale. Another embedder's cosines
+# run higher or lower (a static model's unrelated texts share more of their
+# direction): its floor is ``floor_vector`` plus its offset, chosen like
+# MiniLM's (``bench locomo --cv``: the cosine its folds choose, less MiniLM's).
+FLOOR_OFFSETS: dict[str, float] = {
+    # its folds chose 0.60 (one 0.62) where MiniLM's default is 0.34
+    "static-minilm-128-int8:ca0f8ac79c31": 0.26,
 }
 
 
 def vector_floor(floor: float, vectors: int, model: str | None) -> float:
     """The cosine floor of a search over ``vectors`` vectors of ``model``:
-    ``floor``, or lower on an index small enough that an unrelated query's
-    best cosine stays below ``SMALL_INDEX_FLOORS``' line (never higher than
-    ``floor``; 0, the floor off, stays off; an embedder not measured keeps
-    ``floor``)."""
+    ``floor`` (plus the model's ``FLOOR_OFFSETS``), or lower on an index small
+    enough that an unrelated query's best cosine stays below
+    ``SMALL_INDEX_FLOORS``' line (never higher than the offset floor; 0, the
+    floor off, stays off; an embedder not measured keeps ``floor``)."""
+    if not floor:
+        return floor
+    floor += FLOOR_OFFSETS.get(model or "", 0.0)
     line = SMALL_INDEX_FLOORS.get(model or "")
-    if not floor or line is None or vectors < 1:
+    if line is None or vectors < 1:
         return floor
     return min(floor, line[0] + line[1] * math.log(vectors))
 
