@@ -157,8 +157,9 @@ def preload_embedder(
     For a process that will embed soon but has other work first (``memstrata
     search`` imports the engine and opens the workspace): onnxruntime builds
     MiniLM's session without the GIL (and the static table is read without
-    it), so on a second core the model loads while Python runs. A later :func:`load_embedder` of the same model waits for it
-    and shares it; a failure here is not cached, so that call raises it again.
+    it), so on a second core the model loads while Python runs. A later
+    :func:`load_embedder` of the same model waits for it and shares it; a
+    failure here is not cached, so that call raises it again.
     """
     choice = "minilm" if spec is None else spec.strip().lower()
     shared = {"minilm": _shared_minilm, "static": _shared_static}.get(choice)
