@@ -6,7 +6,7 @@ remember). Two cross-validations, each fold training the scorer with
 ``bench/train_capture.py``'s ``train`` on the other groups only:
 
 * **by author**: hold out ``blind``, ``template``, ``hand``, ``probe``, ``fresh``,
-  ``paraphrase``, ``recheck`` or ``recheck2``; train on the
+  ``paraphrase``, ``recheck``, ``recheck2`` or ``unseen``; train on the
   rest (``original`` included). ``original`` — the messages the rules were
   written from — is never a test group. The per-language table pools the
   three held-out folds: every message is predicted by a model that never saw
@@ -40,7 +40,17 @@ import memstrata.capture.scan as scan_module  # noqa: E402
 from memstrata.capture.scorer import DURABLE, Model, additions  # noqa: E402
 from train_capture import LANGUAGES, load_corpus, train  # noqa: E402
 
-TEST_AUTHORS = ("blind", "template", "hand", "probe", "fresh", "paraphrase", "recheck", "recheck2")
+TEST_AUTHORS = (
+    "blind",
+    "template",
+    "hand",
+    "probe",
+    "fresh",
+    "paraphrase",
+    "recheck",
+    "recheck2",
+    "unseen",
+)
 VARIANTS: dict[str, dict[str, Any]] = {
     "shipped": {},
     "no_rule_features": {"rule_features": False},

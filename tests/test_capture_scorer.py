@@ -258,6 +258,7 @@ def test_the_generated_corpus_is_reproducible() -> None:
         ("paraphrase", "paraphrase"),
         ("recheck", "recheck"),
         ("recheck2", "recheck2"),
+        ("unseen", "unseen"),
     ],
 )
 def test_the_grown_corpus_is_well_formed(folder: str, author: str) -> None:
@@ -272,6 +273,7 @@ def test_the_grown_corpus_is_well_formed(folder: str, author: str) -> None:
         "paraphrase",
         "recheck",
         "recheck2",
+        "unseen",
     ):
         for lang in LANGUAGES:
             path = CORPUS / folder_name / f"{lang}.jsonl"
