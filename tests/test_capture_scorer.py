@@ -40,11 +40,9 @@ def cats(text: str, **kwargs: bool) -> set[str]:
     return {entry.category for entry in scan(text, **kwargs)}  # type: ignore[arg-type]
 
 
-def test_scan_is_the_rules_alone_unless_the_scorer_is_asked_for() -> None:
-    assert scan("please use Kafka in the docs") == []
-    assert [e.category for e in scan("please use Kafka in the docs", learned=True)] == [
-        "preference"
-    ]
+def test_scan_adds_the_scorer_unless_told_not_to() -> None:
+    assert scan("please use Kafka in the docs", learned=False) == []
+    assert [e.category for e in scan("please use Kafka in the docs")] == ["preference"]
 
 
 @pytest.mark.parametrize(

@@ -19,9 +19,7 @@ Guarantees:
   rule's own ``unless`` patterns match;
 * with ``languages=None`` the packs are picked by script: Cyrillic runs ``ru``,
   CJK runs ``zh``, any other text runs ``en`` and ``uz``;
-* with ``learned=True`` (opt-in: cross-validated against the issue-17 rules it
-  added false captures and almost no recall, docs/capture.md) the learned
-  scorer (``scorer.py``) then
+* the learned scorer (``scorer.py``; ``learned=False`` turns it off) then
   adds the durable categories the rules missed, each on one sentence of the
   message that no pack's vetoes match; it never removes a rule's entry, and
   with explicit ``languages`` it runs only on text of their script;
@@ -465,10 +463,12 @@ def scan(
     *,
     languages: Sequence[str] | None = None,
     rules: RuleSet | None = None,
-    learned: bool = False,
+    learned: bool = True,
 ) -> list[Entry]:
-    """The entries ``text`` holds, at most one per category, in message order;
-    the rules' alone unless ``learned=True`` adds the learned scorer's."""
+    """The entries ``text`` holds, at most one per category, in message order:
+    the rules' and the learned scorer's (``learned=False``: the rules' alone).
+    The scorer is on since it was measured on ``unseen/``, written blind:
+    recall 0.646 -> 0.719 at precision 0.943 -> 0.948 (docs/capture.md)."""
     ruleset = rules or default_rules()
     codes = tuple(languages) if languages is not None else _detect(text)
     for code in codes:
