@@ -17,9 +17,7 @@ from memstrata.embed import (
     Embedder,
     HashEmbedder,
     MiniLMEmbedder,
-    clear_embedder_cache,
     load_embedder,
-    preload_embedder,
 )
 from memstrata.embed import onnx as embed_onnx
 from memstrata.errors import BackendUnavailable, InvalidInput
@@ -288,39 +286,3 @@ def test_hash_embedder_behaviour(np: ModuleType) -> None:
         small.embed("text")
     with pytest.raises(InvalidInput):
         HashEmbedder(dim=0)
-
-
-# --- preloading (memstrata search loads the model while it opens the workspace) --
-
-
-def test_preload_loads_the_shared_model_on_a_thread(minilm: Embedder) -> None:
-    clear_embedder_cache()
-    thread = preload_embedder("MiniLM")
-    assert thread is not None and thread.daemon
-    thread.join(120)
-    assert not thread.is_alive()
-    loaded = load_embedder()
-    assert loaded is load_embedder("minilm")  # the one the thread built, shared
-    assert loaded.name == minilm.name
-
-
-def test_preload_loads_the_static_table_too() -> None:
-    thread = preload_embedder(" Static ")
-    assert thread is not None
-    thread.join(60)
-    assert load_embedder("static") is load_embedder("static")
-
-
-def test_preload_starts_nothing_for_other_embedders() -> None:
-    assert preload_embedder("hash") is None
-    assert preload_embedder("none") is None
-    assert preload_embedder("no-such-embedder") is None
-
-
-def test_a_failed_preload_is_raised_where_the_model_is_used(tmp_path: Path) -> None:
-    missing = str(tmp_path / "missing.onnx")
-    thread = preload_embedder(None, model=missing)
-    assert thread is not None
-    thread.join(60)
-    with pytest.raises(BackendUnavailable, match="missing.onnx"):
-        load_embedder(None, model=missing)

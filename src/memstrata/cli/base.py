@@ -17,7 +17,7 @@ import errno
 import json
 import os
 import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -233,22 +233,14 @@ def open_memory(workspace: str | None, group: str | None) -> Iterator[Memory]:
         yield memory
 
 
-def memory_opener(
-    workspace: str | None, group: str | None, *, preload_embedder: bool = False
-) -> Callable[[], Memory]:
+def memory_opener(workspace: str | None, group: str | None) -> Callable[[], Memory]:
     """What opens the memory of ``--workspace``/``--group``: the workspace is
-    located and checked now (a missing one fails here), opened when called.
-
-    ``preload_embedder``: also start loading the workspace's embedding model
-    now, on a thread (``embed.preload_embedder``), for a command that embeds
-    a query as soon as the memory is open."""
+    located and checked now (a missing one fails here), opened when called."""
     from ..config import settings_from_env
 
     url = database_url(workspace)
     if url is not None:  # settings from the environment only: no memstrata.toml there
         fields = settings_from_env(os.environ)
-        if preload_embedder:
-            _preload(fields)
 
         def open_database() -> Memory:
             from ..memory import Memory
@@ -259,8 +251,6 @@ def memory_opener(
     ws = locate(workspace, group)
     ws.require()
     settings = settings_of(ws)
-    if preload_embedder:
-        _preload(settings)
 
     def open_folder() -> Memory:
         from ..memory import Memory
@@ -268,16 +258,6 @@ def memory_opener(
         return Memory.open(ws.root, ws.group, create=False, **settings)
 
     return open_folder
-
-
-def _preload(settings: Mapping[str, Any]) -> None:
-    spec = settings.get("embedder", "minilm")
-    if isinstance(spec, str):  # an embedder object is the caller's (Python API only)
-        from ..embed import preload_embedder
-
-        preload_embedder(
-            spec, model=settings.get("embed_model"), tokenizer=settings.get("embed_tokenizer")
-        )
 
 
 def print_json(data: Any) -> None:

@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 import click
 from rich.text import Text
 
-from ..storage.layers import SEARCHABLE as LAYERS  # not memory.search: see search()
-from .base import console, json_option, memory_opener, open_memory, print_json, workspace_options
+from ..storage.layers import SEARCHABLE as LAYERS  # not memory.search: the engine loads in search()
+from .base import console, json_option, open_memory, print_json, workspace_options
 
 __all__ = ["DEFAULT_BUDGET", "context", "reindex", "search"]
 
@@ -64,11 +64,7 @@ def search(
     as_json: bool,
 ) -> None:
     """Find memories for QUERY (BM25 and local vectors, fused), with citations."""
-    # The embedding model loads on another thread from here on (onnxruntime
-    # builds its session without the GIL) while the engine is imported and the
-    # workspace opened: this module imports neither, so that it starts first.
-    opener = memory_opener(workspace, group, preload_embedder=True)
-    with opener() as memory:
+    with open_memory(workspace, group) as memory:
         hits = memory.search(
             query,
             k=k,

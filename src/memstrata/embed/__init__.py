@@ -66,7 +66,6 @@ __all__ = [
     "clear_embedder_cache",
     "load_embedder",
     "plugged_embedder",
-    "preload_embedder",
 ]
 
 SPECS = ("minilm", "static", "hash", "none")
@@ -146,35 +145,6 @@ def _shared_static(table: str | None, tokenizer: str | None) -> StaticEmbedder:
         if embedder is None:
             embedder = _STATIC_CACHE[key] = StaticEmbedder(key or None)
         return embedder
-
-
-def preload_embedder(
-    spec: str | None = None, *, model: str | None = None, tokenizer: str | None = None
-) -> threading.Thread | None:
-    """Start loading the shared embedder of ``spec`` on a daemon thread and return it
-    (``None`` when ``spec`` names no shared model: "hash", "none" or unknown).
-
-    For a process that will embed soon but has other work first (``memstrata
-    search`` imports the engine and opens the workspace): onnxruntime builds
-    MiniLM's session without the GIL (and the static table is read without
-    it), so on a second core the model loads while Python runs. A later
-    :func:`load_embedder` of the same model waits for it and shares it; a
-    failure here is not cached, so that call raises it again.
-    """
-    choice = "minilm" if spec is None else spec.strip().lower()
-    shared = {"minilm": _shared_minilm, "static": _shared_static}.get(choice)
-    if shared is None:
-        return None
-
-    def load() -> None:
-        try:
-            shared(model, tokenizer)
-        except Exception:  # noqa: BLE001 - load_embedder raises it again where it is used
-            log.debug("preloading the embedder failed", exc_info=True)
-
-    thread = threading.Thread(target=load, name="memstrata-embedder-preload", daemon=True)
-    thread.start()
-    return thread
 
 
 def clear_embedder_cache() -> None:
