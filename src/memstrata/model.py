@@ -64,6 +64,7 @@ __all__ = [
     "normalize_text",
     "now",
     "parse_source",
+    "format_time_or_none",
     "parse_time",
     "valid_text",
     "WriteEvent",
@@ -285,8 +286,8 @@ class Item:
             "created_at": self.created_at.isoformat(),
             "updated_at": self.updated_at.isoformat(),
             "hits": self.hits,
-            "valid_from": _format_optional_time(self.valid_from),
-            "valid_to": _format_optional_time(self.valid_to),
+            "valid_from": format_time_or_none(self.valid_from),
+            "valid_to": format_time_or_none(self.valid_to),
             "superseded_by": self.superseded_by,
         }
         if self.user is not None:
@@ -344,7 +345,8 @@ def _parse_optional_time(value: Any) -> datetime | None:
     return None if value is None else parse_time(value)
 
 
-def _format_optional_time(value: datetime | None) -> str | None:
+def format_time_or_none(value: datetime | None) -> str | None:
+    """A time as stored (ISO 8601), or None."""
     return None if value is None else value.isoformat()
 
 

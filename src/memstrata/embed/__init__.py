@@ -43,7 +43,6 @@ they load on first use, so the CLI starts fast.
 from __future__ import annotations
 
 import hashlib
-import logging
 import re
 import threading
 from collections.abc import Sequence
@@ -69,8 +68,6 @@ __all__ = [
 ]
 
 SPECS = ("minilm", "static", "hash", "none")
-
-log = logging.getLogger(__name__)
 
 
 _WORD = re.compile(r"\w+")
@@ -117,33 +114,29 @@ class HashEmbedder:
         return np.asarray(out / np.maximum(norms, 1e-12), dtype=np.float32)
 
 
-_CACHE: dict[tuple[str, str], MiniLMEmbedder] = {}
-_STATIC_CACHE: dict[str, StaticEmbedder] = {}
+# (spec, model or table, tokenizer) -> the process-wide embedder
+_CACHE: dict[tuple[str, str, str], Embedder] = {}
 _CACHE_LOCK = threading.Lock()
 
 
-def _shared_minilm(model: str | None, tokenizer: str | None) -> MiniLMEmbedder:
-    """The process-wide MiniLMEmbedder of ``model`` and ``tokenizer`` (a failure is not cached)."""
-    key = ((model or "").strip(), (tokenizer or "").strip())
-    with _CACHE_LOCK:
-        embedder = _CACHE.get(key)
-        if embedder is None:
-            embedder = _CACHE[key] = MiniLMEmbedder(key[0] or None, key[1] or None)
-        return embedder
-
-
-def _shared_static(table: str | None, tokenizer: str | None) -> StaticEmbedder:
-    """The process-wide StaticEmbedder of ``table`` (a failure is not cached)."""
-    if tokenizer is not None and tokenizer.strip():
+def _shared(spec: str, model: str | None, tokenizer: str | None) -> Embedder:
+    """The process-wide embedder of ``spec`` ("minilm" or "static") with
+    ``model`` and ``tokenizer``, built once (a failure is not cached)."""
+    key = (spec, (model or "").strip(), (tokenizer or "").strip())
+    if spec == "static" and key[2]:
         raise BackendUnavailable(
             "the static embedder takes no tokenizer (its table is the vendored "
             "tokenizer's vocabulary); unset embed_tokenizer / MEMSTRATA_EMBED_TOKENIZER"
         )
-    key = (table or "").strip()
     with _CACHE_LOCK:
-        embedder = _STATIC_CACHE.get(key)
+        embedder = _CACHE.get(key)
         if embedder is None:
-            embedder = _STATIC_CACHE[key] = StaticEmbedder(key or None)
+            built: Embedder = (
+                MiniLMEmbedder(key[1] or None, key[2] or None)
+                if spec == "minilm"
+                else StaticEmbedder(key[1] or None)
+            )
+            embedder = _CACHE[key] = built
         return embedder
 
 
@@ -151,7 +144,6 @@ def clear_embedder_cache() -> None:
     """Forget the shared MiniLM and static embedders (the next ``load_embedder`` loads again)."""
     with _CACHE_LOCK:
         _CACHE.clear()
-        _STATIC_CACHE.clear()
 
 
 def load_embedder(
@@ -169,10 +161,8 @@ def load_embedder(
     for an unknown spec. Never substitutes one embedder for another.
     """
     choice = "minilm" if spec is None else spec.strip().lower()
-    if choice == "minilm":
-        return _shared_minilm(model, tokenizer)
-    if choice == "static":
-        return _shared_static(model, tokenizer)
+    if choice in ("minilm", "static"):
+        return _shared(choice, model, tokenizer)
     if choice == "hash":
         return HashEmbedder()
     if choice == "none":
