@@ -75,6 +75,7 @@ _TOKEN = re.compile(
     r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]|[^\W\d_]+|\d+|[?？!！:：,，;；—-]"
 )
 _WORDS = re.compile(r"[^\W\d_]+|\d+|[?？!！:：,，;；—-]")  # _TOKEN for text without CJK
+_ASCII = re.compile(r"[a-z]+|[0-9]+|[?!:,;-]")  # _WORDS for lower-cased ASCII text
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _CACHED = 1 << 16  # tokens whose summed weights are kept
 _SENTENCE_END = re.compile(r"[.!?…]+(?=\s)|[。！？；\n]+|[.!?…]+$")
@@ -84,8 +85,10 @@ Row = tuple[float, ...]
 
 def tokens(text: str) -> list[str]:
     """The tokens of ``text``, lower-cased, between ``^`` and ``$``."""
-    found = (_TOKEN if _CJK.search(text) else _WORDS).findall(text.lower())
-    return ["^", *found, "$"]
+    lowered = text.lower()
+    if lowered.isascii():  # no CJK, and ``\w``, ``\d`` are their ASCII parts
+        return ["^", *_ASCII.findall(lowered), "$"]
+    return ["^", *(_TOKEN if _CJK.search(text) else _WORDS).findall(lowered), "$"]
 
 
 def features(text: str) -> list[str]:
@@ -99,14 +102,14 @@ def features(text: str) -> list[str]:
 
 def _column_sums(rows: Sequence[Row]) -> Row:
     """The correctly rounded sum of ``rows``, column by column."""
-    return tuple(math.fsum(column) for column in zip(*rows, strict=True))
+    return tuple(map(math.fsum, zip(*rows, strict=True)))
 
 
 class Model:
     """Weights for ``DURABLE``: one row per feature name (a pair's name is
     ``"a b"``), then rule rows, bias; each row ``len(DURABLE)`` floats."""
 
-    __slots__ = ("index", "flat", "width", "rules", "bias", "zero", "cut", "seen", "lock")
+    __slots__ = ("index", "flat", "width", "rules", "bias", "zero", "cut", "seen", "lock", "pairs")
 
     def __init__(
         self,
@@ -130,8 +133,15 @@ class Model:
         self.cut = math.log(threshold / (1.0 - threshold))
         self.zero: Row = (0.0,) * self.width
         # token -> the sum of its token, stem and trigram weights (while room lasts)
-        self.seen: dict[str, Row] = {}
+        self.seen = _Vectors(self)
         self.lock = threading.Lock()
+        # (a, b) -> the row of the pair ``"a b"``: tokens hold no space, so a
+        # pair's name is one with a single space between two non-empty parts
+        self.pairs: dict[tuple[str, str], Row] = {}
+        for name, at in self.index.items():
+            first, space, second = name.partition(" ")
+            if space and first and second and " " not in second:
+                self.pairs[first, second] = self.row(at)
 
     def row(self, at: int) -> Row:
         """The weights of the feature name at row ``at``."""
@@ -147,26 +157,37 @@ class Model:
 
     def _vector(self, token: str) -> Row:
         """The summed weights of ``token``'s own features, cached while room lasts."""
-        vector = self.seen.get(token)
-        if vector is None:
-            vector = _column_sums([self.zero, *map(self.row, self._rows(token))])
-            with self.lock:
-                if len(self.seen) < _CACHED:
-                    self.seen[token] = vector
-        return vector
+        return self.seen[token]
 
     def logits(self, text: str, hits: Collection[str]) -> Row:
-        """One logit per ``DURABLE`` category for ``text`` whose rules found ``hits``."""
+        """One logit per ``DURABLE`` category for ``text`` whose rules found ``hits``:
+        the rows are looked up by C-level maps (``seen`` fills itself), and
+        ``math.fsum``, correctly rounded, makes their order irrelevant."""
         toks = tokens(text)
-        get = self.index.get
-        rows: list[Row] = [self.bias, *map(self._vector, toks)]
-        rows += [
-            self.row(at)
-            for a, b in zip(toks, toks[1:], strict=False)
-            if (at := get(f"{a} {b}")) is not None
-        ]
-        rows += [self.rules[at] for at, category in enumerate(RULE_CATEGORIES) if category in hits]
+        rows: list[Row] = [self.bias, *map(self.seen.__getitem__, toks)]
+        rows += filter(None, map(self.pairs.get, zip(toks, toks[1:])))  # a row is never ()
+        if hits:
+            rows += [self.rules[at] for at, cat in enumerate(RULE_CATEGORIES) if cat in hits]
         return _column_sums(rows)
+
+
+class _Vectors(dict[str, Row]):
+    """token -> the summed weights of its own features: worked out on a miss
+    (``__missing__``), and kept while fewer than ``_CACHED`` tokens are."""
+
+    __slots__ = ("model",)
+
+    def __init__(self, model: Model) -> None:
+        super().__init__()
+        self.model = model
+
+    def __missing__(self, token: str) -> Row:
+        model = self.model
+        vector = _column_sums([model.zero, *map(model.row, model._rows(token))])
+        with model.lock:
+            if len(self) < _CACHED:
+                self[token] = vector
+        return vector
 
 
 def _flatten(rows: Sequence[Any]) -> list[Any]:
