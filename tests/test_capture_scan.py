@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -345,3 +346,18 @@ def test_heads_leave_patterns_they_cannot_read_to_a_full_search(tmp_path: Path) 
     ]:
         assert scan(text, rules=gated) == scan(text, rules=ungated), text
     assert [e.text for e in scan("K9 is mine. Then ping again", rules=gated)] == ["K9 is mine."]
+
+
+def test_a_spaced_text_has_no_white_space_but_lone_spaces() -> None:
+    """``heads.is_spaced`` relies on every character ``\\s`` matches, but the
+    space, being non-printable; the heads it picks then find what a full search finds."""
+    from memstrata.capture.heads import is_spaced
+
+    for code in range(0x110000):
+        char = chr(code)
+        assert (re.match(r"\s", char) is not None) == char.isspace()
+        assert not char.isspace() or char == " " or not char.isprintable()
+    assert is_spaced("I prefer tea, not coffee.")
+    for text in ("two  spaces", "a\nline", "tab\there", "nbsp\u00a0here", "end\u2028"):
+        assert not is_spaced(text)
+        assert scan(text, rules=GATED) == scan(text, rules=UNGATED)

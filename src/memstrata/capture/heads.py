@@ -31,8 +31,9 @@ string, that refers to a group, or that sets global flags (``HeadSearch.plain``)
 from __future__ import annotations
 
 import importlib
+import operator
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,17 +42,19 @@ __all__ = [
     "Finder",
     "Head",
     "HeadSearch",
+    "Starts",
     "analyse",
     "combine",
     "find",
     "finder",
+    "is_spaced",
     "proven",
 ]
 
 DIGITS = tuple("0123456789０１２３４５６７８９")
 Head = tuple[int, int]  # where a head starts, and the mask of the alternatives it starts
-# per (slot, mask): the alternatives that need no literal, and (literal, alternatives) pairs
-_Plan = tuple[int, tuple[tuple[str, int], ...]]
+# per (slot, mask): the alternatives that need no literal, and (literals, alternatives) pairs
+_Plan = tuple[int, tuple[tuple[tuple[str, ...], int], ...]]
 _HEAD_LEN = 16  # a head is cut short past this many characters
 _HEAD_COUNT = 64  # or when an alternative would have more heads than this
 _SMALL_CLASS = 8  # a class of at most this many literals is spelled out
@@ -124,6 +127,7 @@ class HeadSearch:
     needs: frozenset[str] | None = None
     plain: bool = False
     subsets: dict[int, re.Pattern[str]] = field(default_factory=dict, repr=False, compare=False)
+    spaced: HeadSearch | None = None  # the heads read for single-spaced texts (``is_spaced``)
 
     def subset(self, mask: int) -> re.Pattern[str]:
         """The alternatives in ``mask``, combined as ``pattern``: where the others
@@ -136,8 +140,23 @@ class HeadSearch:
 
 
 def analyse(alternatives: Sequence[str]) -> HeadSearch:
-    """The alternatives combined, with the heads and wants of each."""
-    pattern = combine(alternatives)
+    """The alternatives combined, with the heads and wants of each, for any
+    text, and (``spaced``) for single-spaced texts."""
+    found = _analyse(combine(alternatives), alternatives, False, {})
+    spaced = _analyse(found.pattern, alternatives, True, found.subsets)
+    return HeadSearch(**{**_fields(found), "spaced": spaced})
+
+
+def _fields(found: HeadSearch) -> dict[str, Any]:
+    return {name: getattr(found, name) for name in HeadSearch.__dataclass_fields__}
+
+
+def _analyse(
+    pattern: re.Pattern[str],
+    alternatives: Sequence[str],
+    spaced: bool,
+    subsets: dict[int, re.Pattern[str]],
+) -> HeadSearch:
     word: dict[str, int] = {}
     anywhere: dict[str, int] = {}
     wants: list[frozenset[str] | None] = []
@@ -145,11 +164,11 @@ def analyse(alternatives: Sequence[str]) -> HeadSearch:
     needs: set[str] | None = set()
     for n, alternative in enumerate(alternatives):
         try:
-            read = _read(alternative)
+            read = _read(alternative, spaced)
         except Exception:  # a tree this reading does not know: search in full
             read = None
         if read is None:
-            return HeadSearch(pattern, plain=True)
+            return HeadSearch(pattern, plain=True, subsets=subsets)
         heads, word_led, want = read
         wants.append(want)
         if "" in heads:
@@ -161,7 +180,14 @@ def analyse(alternatives: Sequence[str]) -> HeadSearch:
             into[head] = into.get(head, 0) | 1 << n
     others = combine(rest) if rest else None
     return HeadSearch(
-        pattern, tuple(alternatives), word, anywhere, tuple(wants), others, _frozen(needs)
+        pattern,
+        tuple(alternatives),
+        word,
+        anywhere,
+        tuple(wants),
+        others,
+        _frozen(needs),
+        subsets=subsets,
     )
 
 
@@ -169,9 +195,10 @@ def _frozen(literals: set[str] | None) -> frozenset[str] | None:
     return None if literals is None else frozenset(literals)
 
 
-def _read(alternative: str) -> tuple[set[str], bool, frozenset[str] | None] | None:
+def _read(alternative: str, spaced: bool) -> tuple[set[str], bool, frozenset[str] | None] | None:
     """An alternative's heads ("" among them: it has none), whether it starts at
-    ``\\b``, and its wants; None if heads are not to be used for it."""
+    ``\\b``, and its wants; None if heads are not to be used for it. ``spaced``:
+    heads for single-spaced texts, where ``\\s`` and ``\\s+`` match one space."""
     if _PARSE is None or _EXTRA_CASES is None:
         return None
     tree = _PARSE(alternative, re.I)
@@ -179,7 +206,7 @@ def _read(alternative: str) -> tuple[set[str], bool, frozenset[str] | None] | No
         return None
     if _refers(tree.data):
         return None
-    grown, cut = _heads(tree.data, {""})
+    grown, cut = _heads(tree.data, {""}, spaced)
     heads = grown | cut
     return heads, _word_led(tree.data), _wants(tree.data, heads)
 
@@ -195,15 +222,18 @@ def _refers(node: Any) -> bool:
     return False
 
 
-def _chars(name: str, arg: Any) -> set[str] | None:
+def _chars(name: str, arg: Any, spaced: bool = False) -> set[str] | None:
     """The lower-cased characters one parsed item matches, if it is a literal or
-    a small class of them; ``\\d`` stands for the ASCII and full-width digits."""
+    a small class of them; ``\\d`` stands for the ASCII and full-width digits,
+    and (``spaced``) ``\\s`` for the space."""
     if name == "LITERAL":
         codes = [arg]
     elif name != "IN":
         return None
     elif [(str(op), str(value)) for op, value in arg] == [("CATEGORY", "CATEGORY_DIGIT")]:
         return set(DIGITS)
+    elif [(str(op), str(value)) for op, value in arg] == [("CATEGORY", "CATEGORY_SPACE")]:
+        return {" "} if spaced else None
     elif len(arg) <= _SMALL_CLASS and all(str(op) == "LITERAL" for op, _ in arg):
         codes = [value for _, value in arg]
     else:
@@ -212,7 +242,7 @@ def _chars(name: str, arg: Any) -> set[str] | None:
     return chars if all(len(char) == 1 for char in chars) else None
 
 
-def _heads(items: Any, heads: set[str]) -> tuple[set[str], set[str]]:
+def _heads(items: Any, heads: set[str], spaced: bool) -> tuple[set[str], set[str]]:
     """Walk a parsed sequence from ``heads``, the literal starts so far: the starts
     still growing after it, and those cut short inside it."""
     cut: set[str] = set()
@@ -220,17 +250,17 @@ def _heads(items: Any, heads: set[str]) -> tuple[set[str], set[str]]:
         name = str(op)
         if name in _ZERO_WIDTH:
             continue
-        chars = _chars(name, arg)
+        chars = _chars(name, arg, spaced)
         if chars is not None:
             grown = {head + char for head in heads for char in chars}
         elif name in ("SUBPATTERN", "ATOMIC_GROUP", "BRANCH"):
             branches = arg[1] if name == "BRANCH" else [arg[-1] if name == "SUBPATTERN" else arg]
             grown = set()
             for branch in branches:
-                more, inner = _heads(branch, heads)
+                more, inner = _heads(branch, heads, spaced)
                 grown, cut = grown | more, cut | inner
         elif name in _REPEATS:
-            grown, cut = _repeat(arg, heads, cut)
+            grown, cut = _repeat(arg, heads, cut, spaced)
         else:
             return set(), cut | heads
         if len(grown) > _HEAD_COUNT or any(len(head) > _HEAD_LEN for head in grown):
@@ -241,12 +271,15 @@ def _heads(items: Any, heads: set[str]) -> tuple[set[str], set[str]]:
     return heads, cut
 
 
-def _repeat(arg: Any, heads: set[str], cut: set[str]) -> tuple[set[str], set[str]]:
-    """``_heads`` over ``x{low,high}``: one turn of ``x`` is walked, a second is not."""
+def _repeat(arg: Any, heads: set[str], cut: set[str], spaced: bool) -> tuple[set[str], set[str]]:
+    """``_heads`` over ``x{low,high}``: one turn of ``x`` is walked, a second is
+    not; but in a single-spaced text ``\\s+`` (or ``\\s*``) is one space (or none)."""
     low, high, body = arg
-    once, inner = _heads(body, heads)
+    once, inner = _heads(body, heads, spaced)
     cut = cut | inner
-    if high != 1:
+    single = spaced and low <= 1 and len(body) == 1 and _chars(str(body[0][0]), body[0][1], True)
+    single = single == {" "}
+    if high != 1 and not single:
         return (heads if low == 0 else set()), cut | once
     return (heads | once if low == 0 else once), cut
 
@@ -337,10 +370,14 @@ def proven(found: HeadSearch, triggers: Sequence[str]) -> int:
 @dataclass(frozen=True, slots=True)
 class Finder:
     """Finds the heads of some searches, each known by a slot number, in a text:
-    per pass, the regex, the (slot, alternatives) each head found stands for, and
-    whether the pass runs on ``" " + lowered``."""
+    per pass, the regex and whether it runs on ``" " + lowered``; per head (of the
+    second pass: after ``_ANYWHERE``), the
+    (slot, alternatives) it stands for, in ``keys`` for the slots worked out at
+    once and in ``later`` for the ``lazy`` ones, worked out when asked."""
 
-    passes: tuple[tuple[re.Pattern[str], Mapping[str, tuple[Head, ...]], bool], ...]
+    passes: tuple[tuple[re.Pattern[str], bool], ...]
+    keys: Mapping[str, tuple[Head, ...]]
+    later: Mapping[str, tuple[Head, ...]]
     guard: re.Pattern[str] | None  # text on which lowering does not mirror IGNORECASE
     digits: bool  # some head holds a digit that ``\\d`` stood for
     searches: Mapping[int, HeadSearch]  # by slot
@@ -348,8 +385,9 @@ class Finder:
     plans: dict[Head, _Plan] = field(default_factory=dict, repr=False, compare=False)
 
 
-def finder(searches: Mapping[int, HeadSearch]) -> Finder:
-    """A finder for these searches, by slot."""
+def finder(searches: Mapping[int, HeadSearch], lazy: Collection[int] = ()) -> Finder:
+    """A finder for these searches, by slot; the heads of the ``lazy`` slots are
+    only matched to them when ``Starts.get`` asks for one."""
     word: dict[str, dict[int, int]] = {}  # head -> slot -> mask of alternatives
     anywhere: dict[str, dict[int, int]] = {}
     literals: set[str] = set()
@@ -359,14 +397,20 @@ def finder(searches: Mapping[int, HeadSearch]) -> Finder:
                 masks = into.setdefault(head, {})
                 masks[slot] = masks.get(slot, 0) | mask
         literals.update(*(want for want in found.wants if want), found.needs or ())
-    passes = []
+    passes, keys, later = [], {}, {}
     for by_head, padded in ((word, True), (anywhere, False)):
         if by_head:
-            slots = {head: _slots(by_head, head) for head in by_head}
-            passes.append((re.compile(_trie(by_head, padded)), slots, padded))
+            passes.append((re.compile(_trie(by_head, padded)), padded))
+            for head in by_head:
+                slots = _slots(by_head, head)
+                name = head if padded else _ANYWHERE + head  # a head may be in both passes
+                keys[name] = tuple(key for key in slots if key[0] not in lazy)
+                later[name] = tuple(key for key in slots if key[0] in lazy)
     chars = set("".join(word) + "".join(anywhere) + "".join(literals))
     always = frozenset(slot for slot, found in searches.items() if found.plain or found.rest)
-    return Finder(tuple(passes), _guard(chars), bool(chars & set(DIGITS)), searches, always)
+    return Finder(
+        tuple(passes), keys, later, _guard(chars), bool(chars & set(DIGITS)), searches, always
+    )
 
 
 def _trie(heads: Mapping[str, Any], padded: bool) -> str:
@@ -419,74 +463,126 @@ def _guard(chars: set[str]) -> re.Pattern[str] | None:
     return re.compile("[" + "".join(map(re.escape, sorted(odd))) + "]") if odd else None
 
 
-def find(found: Finder, text: str, lowered: str) -> dict[int, list[Head]] | None:
-    """Where heads start, by slot, in order, each with the alternatives it starts
-    that can match in the text; None where the text defeats heads."""
+def is_spaced(text: str) -> bool:
+    """Whether every white space in ``text`` is a lone ``" "`` (sure, not
+    exact: a text with another non-printable character is not): where the
+    heads of ``HeadSearch.spaced`` hold (``\\s+`` matches one space there).
+    Every character ``\\s`` matches but the space is non-printable (tested)."""
+    return text.isprintable() and "  " not in text
+
+
+def find(found: Finder, text: str, lowered: str) -> Starts | None:
+    """Where heads start in the text, by slot (``Starts``); None where the text
+    defeats heads."""
     if not text.isascii() and (
         len(lowered) != len(text)
         or (found.guard is not None and found.guard.search(text))
         or (found.digits and _OTHER_DIGIT.search(text))
     ):
         return None
-    out: dict[int, list[Head]] = {}
-    viable: dict[Head, int] = {}  # (slot, alternatives) -> those that can match
-    holds: dict[str, bool] = {}  # literal -> whether the text holds it
-    for pattern, slots, padded in found.passes:
-        at: dict[str, list[int]] = {}  # head -> where it starts, in order
+    heads: list[str] = []
+    starts: list[int] = []
+    for pattern, padded in found.passes:
         if padded:  # the character before text[pos] is at pos in " " + lowered
-            for m in pattern.finditer(" " + lowered):
-                _add(at, m[1], m.start())
+            matches = list(pattern.finditer(" " + lowered))
+            heads += map(_GROUP, matches)
         else:
-            for m in pattern.finditer(lowered):
-                _add(at, m[0] + m[m.lastindex or 0], m.start())
-        for head, positions in at.items():
-            for key in slots[head]:
-                mask = viable.get(key)
+            matches = list(pattern.finditer(lowered))
+            heads += [_ANYWHERE + m[0] + m[m.lastindex or 0] for m in matches]
+        starts += map(_START, matches)
+    return Starts(found, lowered, heads, starts)
+
+
+_GROUP = operator.itemgetter(1)
+_ANYWHERE = "\0"  # before the heads of the pass for those that need not start a word
+_START = re.Match.start
+
+
+class Starts:
+    """Where the heads of a finder's searches start in one text.
+
+    ``active``: per slot (but the finder's lazy ones) that has a head whose
+    alternatives can match in the text, head -> those alternatives; ``get``:
+    a slot's heads in order, as (position, alternatives), worked out once.
+    """
+
+    __slots__ = ("active", "_found", "_lowered", "_heads", "_starts", "_viable", "_later", "_got")
+
+    def __init__(self, found: Finder, lowered: str, heads: list[str], starts: list[int]) -> None:
+        self._found, self._lowered, self._heads, self._starts = found, lowered, heads, starts
+        self._viable: dict[Head, int] = {}  # (slot, alternatives) -> those that can match
+        self._later: dict[int, dict[str, int]] | None = None
+        self._got: dict[int, list[Head]] = {}
+        self.active = self._match(found.keys)
+
+    def _match(
+        self, keys: Mapping[str, tuple[Head, ...]], wants: bool = True
+    ) -> dict[int, dict[str, int]]:
+        """Per slot, head -> its alternatives in the slot (``wants``: those that
+        can match in the text, as their wants tell)."""
+        out: dict[int, dict[str, int]] = {}
+        viable, found, lowered = self._viable, self._found, self._lowered
+        for head in dict.fromkeys(self._heads):
+            for key in keys[head]:  # one per slot
+                mask = viable.get(key) if wants else key[1]
                 if mask is None:
-                    mask = viable[key] = _viable(found, key, lowered, holds)
+                    mask = viable[key] = _viable(found, key, lowered)
                 if mask:
-                    if key[0] not in out:
-                        out[key[0]] = []
-                    out[key[0]] += [(pos, mask) for pos in positions]
-    for hits in out.values():
-        hits.sort()
-    return out
+                    if key[0] in out:
+                        out[key[0]][head] = mask
+                    else:
+                        out[key[0]] = {head: mask}
+        return out
+
+    def get(self, slot: int) -> list[Head]:
+        """Where the slot's heads start, in order, each with its alternatives that
+        can match in the text."""
+        got = self._got.get(slot)
+        if got is None:
+            by_head = self.active.get(slot)
+            if by_head is None:
+                if self._later is None:  # tried on a sentence or two: no wants read
+                    self._later = self._match(self._found.later, wants=False)
+                by_head = self._later.get(slot)
+            got = self._got[slot] = _positions(by_head, self._heads, self._starts)
+        return got
 
 
-def _add(at: dict[str, list[int]], head: str, pos: int) -> None:
-    if head in at:
-        at[head].append(pos)
-    else:
-        at[head] = [pos]
+def _positions(by_head: dict[str, int] | None, heads: list[str], starts: list[int]) -> list[Head]:
+    """(position, alternatives) where each head of ``by_head`` starts, in order."""
+    if not by_head:
+        return []
+    if len(by_head) == 1:  # one head's positions come from one pass: in order
+        ((only, mask),) = by_head.items()
+        return [(pos, mask) for pos, head in zip(starts, heads, strict=True) if head == only]
+    get = by_head.get
+    pairs = zip(starts, heads, strict=True)
+    return sorted((pos, bits) for pos, head in pairs if (bits := get(head, 0)))
 
 
 def _plan(found: HeadSearch, mask: int) -> _Plan:
-    """The alternatives in ``mask`` that need no literal, and per literal of the
-    others' wants, the alternatives it lets match."""
-    free, by_literal = 0, dict[str, int]()
+    """The alternatives in ``mask`` that need no literal, and the others grouped
+    by their wants: (literals, alternatives), each group can match only where
+    one of its literals occurs."""
+    free, groups = 0, dict[frozenset[str], int]()
     for n, wants in enumerate(found.wants):
         if not mask >> n & 1:
             continue
         if wants is None:
             free |= 1 << n
-            continue
-        for literal in wants:
-            by_literal[literal] = by_literal.get(literal, 0) | 1 << n
-    return free, tuple(sorted(by_literal.items()))
+        else:
+            groups[wants] = groups.get(wants, 0) | 1 << n
+    return free, tuple((tuple(sorted(wants)), bits) for wants, bits in groups.items())
 
 
-def _viable(found: Finder, key: Head, lowered: str, holds: dict[str, bool]) -> int:
+def _viable(found: Finder, key: Head, lowered: str) -> int:
     """The alternatives of ``key`` (slot, mask) whose wants the text meets: the
-    others match nowhere in it. ``holds`` caches, per text, which literals it holds."""
+    others match nowhere in it."""
     plan = found.plans.get(key)
     if plan is None:
         plan = found.plans[key] = _plan(found.searches[key[0]], key[1])
-    viable, literals = plan
-    for literal, bits in literals:
-        if bits & ~viable:
-            held = holds.get(literal)
-            if held is None:
-                held = holds[literal] = literal in lowered
-            if held:
-                viable |= bits
+    viable, groups = plan
+    for literals, bits in groups:
+        if any(map(lowered.__contains__, literals)):
+            viable |= bits
     return viable

@@ -68,7 +68,18 @@ from typing import Any
 
 from ..errors import InvalidInput
 from . import rulecache
-from .heads import DIGITS, Finder, Head, HeadSearch, analyse, find, finder, proven
+from .heads import (
+    DIGITS,
+    Finder,
+    Head,
+    HeadSearch,
+    Starts,
+    analyse,
+    find,
+    finder,
+    is_spaced,
+    proven,
+)
 from .scorer import RULE_CATEGORIES, additions
 
 __all__ = ["CATEGORIES", "Entry", "RuleSet", "default_rules", "load_rules", "scan"]
@@ -109,7 +120,8 @@ class _Category:
     search: HeadSearch
     unless: Mapping[str, re.Pattern[str]]  # group name -> veto on the sentence
     triggers: tuple[str, ...]  # one must occur in the lower-cased text; () for any text
-    proven: int = 0  # the alternatives whose every match holds a trigger
+    proven: tuple[int, int] = (0, 0)  # the alternatives whose every match holds a trigger,
+    # by the heads read for any text and for single-spaced ones (``HeadSearch.spaced``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,7 +136,9 @@ class RuleSet:
 
     packs: Mapping[str, _Pack]
     fast: bool = True  # False: every pattern searches the whole text (the reference)
-    finders: dict[tuple[str, ...], Finder] = field(default_factory=dict, repr=False, compare=False)
+    finders: dict[tuple[tuple[str, ...], bool], Finder] = field(
+        default_factory=dict, repr=False, compare=False
+    )
 
 
 def _expand(source: str) -> str:
@@ -219,7 +233,8 @@ def _compile(raw_packs: dict[str, dict[str, Any]], use_triggers: bool) -> RuleSe
             if alternatives:
                 triggers = tuple(dict.fromkeys(gate or ()))
                 found = analyse(alternatives)
-                categories[category] = _Category(found, unless, triggers, proven(found, triggers))
+                both = (proven(found, triggers), proven(_read_for(found, True), triggers))
+                categories[category] = _Category(found, unless, triggers, both)
         packs[language] = _Pack(veto, categories)
     return RuleSet(packs, fast=use_triggers)
 
@@ -258,7 +273,8 @@ def load_rules(
         rules = _compile(raw_packs, use_triggers)
         for codes in _DETECTED:  # the finders every scan of a detected text needs
             if rules.fast and all(code in rules.packs for code in codes):
-                _finder(rules, codes)
+                _finder(rules, codes, False)
+                _finder(rules, codes, True)
         return rules
 
     sources = [f"use_triggers={use_triggers}", *itertools.chain.from_iterable(texts)]
@@ -281,23 +297,30 @@ _SLOTS = len(CATEGORIES) + 1  # per language: one slot per category, then the ve
 _VETO = len(CATEGORIES)
 _OFFSET = {category: offset for offset, category in enumerate(CATEGORIES)}
 _MARKS = ".!?…。！？；\n"  # the characters _SENTENCE_END is made of
-_NONE: list[Head] = []
 
 
-def _finder(rules: RuleSet, codes: tuple[str, ...]) -> Finder:
+def _finder(rules: RuleSet, codes: tuple[str, ...], spaced: bool) -> Finder:
     """The finder of the heads of these languages' packs, by slot (language
-    index, then category or vetoes); made once per rule set and languages."""
-    found = rules.finders.get(codes)
+    index, then category or vetoes), read for any text or (``spaced``) for
+    single-spaced ones; made once per rule set, languages and reading. The
+    vetoes' heads are matched to them only for a sentence a rule matched."""
+    found = rules.finders.get((codes, spaced))
     if found is None:
         searches: dict[int, HeadSearch] = {}
         for index, code in enumerate(codes):
             pack = rules.packs[code]
             for category, compiled in pack.categories.items():
-                searches[index * _SLOTS + _OFFSET[category]] = compiled.search
+                searches[index * _SLOTS + _OFFSET[category]] = _read_for(compiled.search, spaced)
             if pack.veto is not None:
-                searches[index * _SLOTS + _VETO] = pack.veto
-        found = rules.finders[codes] = finder(searches)
+                searches[index * _SLOTS + _VETO] = _read_for(pack.veto, spaced)
+        vetoes = {slot for slot in searches if slot % _SLOTS == _VETO}
+        found = rules.finders[codes, spaced] = finder(searches, vetoes)
     return found
+
+
+def _read_for(search: HeadSearch, spaced: bool) -> HeadSearch:
+    """The search with its heads read for any text, or for single-spaced ones."""
+    return search.spaced if spaced and search.spaced is not None else search
 
 
 # -- scanning ----------------------------------------------------------------------
@@ -317,11 +340,11 @@ def _detect(text: str) -> tuple[str, ...]:
 class _Message:
     """A text being scanned, and what is worked out about it at most once."""
 
-    __slots__ = ("text", "lowered", "starts", "_ends", "_quotes")
+    __slots__ = ("text", "lowered", "spaced", "starts", "_ends", "_quotes")
 
-    def __init__(self, text: str, lowered: str, seeker: Finder | None) -> None:
-        self.text, self.lowered = text, lowered
-        self.starts = find(seeker, text, lowered) if seeker else None
+    def __init__(self, text: str, lowered: str, spaced: bool, seeker: Finder | None) -> None:
+        self.text, self.lowered, self.spaced = text, lowered, spaced
+        self.starts: Starts | None = find(seeker, text, lowered) if seeker else None
         self._ends: list[int] | None = None
         self._quotes: list[tuple[int, int]] | None = None
 
@@ -355,12 +378,12 @@ class _Message:
 def _matches(category: _Category, message: _Message, slot: int) -> Iterator[re.Match[str]] | None:
     """What ``pattern.finditer(text)`` yields if the category's triggers occur;
     None where it is known to yield nothing."""
-    found = category.search
+    found = _read_for(category.search, message.spaced)
     if message.starts is None or found.plain:
         if not message.holds(category.triggers or None):
             return None
         return found.pattern.finditer(message.text)
-    heads = message.starts.get(slot, _NONE)
+    heads = message.starts.get(slot)
     rest = found.rest if found.rest is not None and message.holds(found.needs) else None
     return _chain(category, rest, message, heads) if heads or rest else None
 
@@ -391,7 +414,8 @@ def _chain(
             floor = at + 1
             continue
         if not gated:  # as without heads: no match at all if no trigger occurs
-            gated = 0 <= mask == mask & category.proven or message.holds(category.triggers)
+            proved = category.proven[message.spaced]
+            gated = 0 <= mask == mask & proved or message.holds(category.triggers)
             if not gated:
                 return
         yield match
@@ -408,15 +432,16 @@ def _mask(heads: list[Head], index: int) -> int:
     return mask
 
 
-def _vetoed(veto: HeadSearch | None, message: _Message, span: tuple[int, int], slot: int) -> bool:
+def _vetoed(pack: _Pack, message: _Message, span: tuple[int, int], slot: int) -> bool:
     """Whether the pack's vetoes match the sentence ``span``."""
-    if veto is None:
+    if pack.veto is None:
         return False
+    veto = _read_for(pack.veto, message.spaced)
     start, end = span
     sentence = message.text[start:end]
     if message.starts is None or veto.plain:
         return veto.pattern.search(sentence) is not None
-    heads = message.starts.get(slot, _NONE)
+    heads = message.starts.get(slot)
     for pos, mask in itertools.islice(heads, bisect_left(heads, (start,)), None):
         if pos >= end:
             break
@@ -439,7 +464,7 @@ def _first(
     for match in matches:
         span = message.sentence(match.start())
         if span not in vetoed:
-            vetoed[span] = _vetoed(pack.veto, message, span, slot)
+            vetoed[span] = _vetoed(pack, message, span, slot)
         sentence = message.text[span[0] : span[1]]
         unless = unless_by_group.get((match.lastgroup or "").partition("_")[0])
         if vetoed[span] or (unless and unless.search(sentence)) or message.quoted(match.start()):
@@ -474,8 +499,9 @@ def scan(
     for code in codes:
         if code not in ruleset.packs:
             raise InvalidInput(f"no capture rules for language {code!r}")
-    seeker = _finder(ruleset, codes) if ruleset.fast else None
-    message = _Message(text, text.lower(), seeker)
+    spaced = is_spaced(text)
+    seeker = _finder(ruleset, codes, spaced) if ruleset.fast else None
+    message = _Message(text, text.lower(), spaced, seeker)
     starts, always = message.starts, seeker.always if seeker else frozenset()
     found: dict[str, Entry] = {}
     for index, code in enumerate(codes):
@@ -483,7 +509,8 @@ def scan(
         vetoed: dict[tuple[int, int], bool] = {}
         for category, compiled in pack.categories.items():
             slot = base + _OFFSET[category]
-            if category in found or (starts is not None and not (slot in starts or slot in always)):
+            active = starts is None or slot in starts.active or slot in always
+            if category in found or not active:
                 continue  # no match: no head found, no rest to search
             matches = _matches(compiled, message, slot)
             entry = matches and _first(category, matches, pack, message, base + _VETO, vetoed)

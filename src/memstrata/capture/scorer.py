@@ -165,7 +165,8 @@ class Model:
         ``math.fsum``, correctly rounded, makes their order irrelevant."""
         toks = tokens(text)
         rows: list[Row] = [self.bias, *map(self.seen.__getitem__, toks)]
-        rows += filter(None, map(self.pairs.get, zip(toks, toks[1:])))  # a row is never ()
+        pairs = zip(toks, toks[1:], strict=False)
+        rows += filter(None, map(self.pairs.get, pairs))  # a row is never ()
         if hits:
             rows += [self.rules[at] for at, cat in enumerate(RULE_CATEGORIES) if cat in hits]
         return _column_sums(rows)
