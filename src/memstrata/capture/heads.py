@@ -53,8 +53,9 @@ __all__ = [
 
 DIGITS = tuple("0123456789０１２３４５６７８９")
 Head = tuple[int, int]  # where a head starts, and the mask of the alternatives it starts
-# per (slot, mask): the alternatives that need no literal, and (literals, alternatives) pairs
-_Plan = tuple[int, tuple[tuple[tuple[str, ...], int], ...]]
+# per (slot, mask): the alternatives that need no literal, and (literal or literals,
+# alternatives) pairs
+_Plan = tuple[int, tuple[tuple[str, int], ...], tuple[tuple[tuple[str, ...], int], ...]]
 _HEAD_LEN = 16  # a head is cut short past this many characters
 _HEAD_COUNT = 64  # or when an alternative would have more heads than this
 _SMALL_CLASS = 8  # a class of at most this many literals is spelled out
@@ -114,8 +115,9 @@ class HeadSearch:
 
     ``word_heads`` / ``any_heads``: head -> mask of the alternatives it starts, at a
     word start / anywhere; ``wants``: per alternative, literals one of which every
-    match holds (None: unknown); ``rest``: the alternatives without heads, and
-    ``needs`` the union of their wants; ``plain``: heads are not to be used.
+    match holds (None: unknown); ``rest``: the alternatives without heads (the
+    mask ``rest_mask``), and ``needs`` the union of their wants; ``plain``: heads
+    are not to be used.
     """
 
     pattern: re.Pattern[str]
@@ -128,6 +130,7 @@ class HeadSearch:
     plain: bool = False
     subsets: dict[int, re.Pattern[str]] = field(default_factory=dict, repr=False, compare=False)
     spaced: HeadSearch | None = None  # the heads read for single-spaced texts (``is_spaced``)
+    rest_mask: int = 0
 
     def subset(self, mask: int) -> re.Pattern[str]:
         """The alternatives in ``mask``, combined as ``pattern``: where the others
@@ -161,6 +164,7 @@ def _analyse(
     anywhere: dict[str, int] = {}
     wants: list[frozenset[str] | None] = []
     rest: list[str] = []
+    rest_mask = 0
     needs: set[str] | None = set()
     for n, alternative in enumerate(alternatives):
         try:
@@ -173,6 +177,7 @@ def _analyse(
         wants.append(want)
         if "" in heads:
             rest.append(alternative)
+            rest_mask |= 1 << n
             needs = None if want is None or needs is None else needs | want
             continue
         for head in heads:
@@ -188,6 +193,7 @@ def _analyse(
         others,
         _frozen(needs),
         subsets=subsets,
+        rest_mask=rest_mask,
     )
 
 
@@ -534,6 +540,15 @@ class Starts:
                         out[key[0]] = {head: mask}
         return out
 
+    def viable(self, slot: int, mask: int) -> int:
+        """The alternatives in ``mask`` of the slot's search that can match in
+        the text, as their wants tell."""
+        key = (slot, mask)
+        found = self._viable.get(key)
+        if found is None:
+            found = self._viable[key] = _viable(self._found, key, self._lowered)
+        return found
+
     def get(self, slot: int) -> list[Head]:
         """Where the slot's heads start, in order, each with its alternatives that
         can match in the text."""
@@ -563,7 +578,7 @@ def _positions(by_head: dict[str, int] | None, heads: list[str], starts: list[in
 def _plan(found: HeadSearch, mask: int) -> _Plan:
     """The alternatives in ``mask`` that need no literal, and the others grouped
     by their wants: (literals, alternatives), each group can match only where
-    one of its literals occurs."""
+    one of its literals occurs (first the groups of one literal, as a string)."""
     free, groups = 0, dict[frozenset[str], int]()
     for n, wants in enumerate(found.wants):
         if not mask >> n & 1:
@@ -572,7 +587,9 @@ def _plan(found: HeadSearch, mask: int) -> _Plan:
             free |= 1 << n
         else:
             groups[wants] = groups.get(wants, 0) | 1 << n
-    return free, tuple((tuple(sorted(wants)), bits) for wants, bits in groups.items())
+    one = [(next(iter(wants)), bits) for wants, bits in groups.items() if len(wants) == 1]
+    more = [(tuple(sorted(wants)), bits) for wants, bits in groups.items() if len(wants) > 1]
+    return free, tuple(one), tuple(more)
 
 
 def _viable(found: Finder, key: Head, lowered: str) -> int:
@@ -581,8 +598,11 @@ def _viable(found: Finder, key: Head, lowered: str) -> int:
     plan = found.plans.get(key)
     if plan is None:
         plan = found.plans[key] = _plan(found.searches[key[0]], key[1])
-    viable, groups = plan
-    for literals, bits in groups:
+    viable, one, more = plan
+    for literal, bits in one:
+        if literal in lowered:
+            viable |= bits
+    for literals, bits in more:
         if any(map(lowered.__contains__, literals)):
             viable |= bits
     return viable

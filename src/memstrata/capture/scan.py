@@ -384,7 +384,10 @@ def _matches(category: _Category, message: _Message, slot: int) -> Iterator[re.M
             return None
         return found.pattern.finditer(message.text)
     heads = message.starts.get(slot)
-    rest = found.rest if found.rest is not None and message.holds(found.needs) else None
+    rest = None
+    if found.rest is not None:  # the alternatives without heads whose wants the text holds
+        mask = message.starts.viable(slot, found.rest_mask)
+        rest = found.subset(mask) if mask else None
     return _chain(category, rest, message, heads) if heads or rest else None
 
 
