@@ -349,9 +349,9 @@ def test_heads_leave_patterns_they_cannot_read_to_a_full_search(tmp_path: Path) 
 
 
 def test_a_spaced_text_has_no_white_space_but_lone_spaces() -> None:
-    """``heads.is_spaced`` relies on every character ``\\s`` matches, but the
+    """``headfind.is_spaced`` relies on every character ``\\s`` matches, but the
     space, being non-printable; the heads it picks then find what a full search finds."""
-    from memstrata.capture.heads import is_spaced
+    from memstrata.capture.headfind import is_spaced
 
     for code in range(0x110000):
         char = chr(code)

@@ -23,46 +23,35 @@ Comparing ``lower()`` spellings is what ``re.IGNORECASE`` does, but for a few
 characters: one that lowers to two (``İ``), final sigma, non-ASCII digits for
 ``\\d``, and the variants ``re`` matches to a literal besides its lower-case
 (``ſ`` for ``s``, ``ı`` for ``i``). On a text holding one that matters, heads
-are not used (``find`` returns None) and the caller searches in full. So is
-an alternative whose tree this reading does not know, that can match the empty
-string, that refers to a group, or that sets global flags (``HeadSearch.plain``).
+are not used (``headfind.find`` returns None) and the caller searches in full.
+So is an alternative whose tree this reading does not know, that can match the
+empty string, that refers to a group, or that sets global flags
+(``HeadSearch.plain``).
+
+Each search is read twice: for any text, and (``HeadSearch.spaced``) for a
+single-spaced one (``headfind.is_spaced``), where ``\\s`` and ``\\s+`` match
+one space, so heads run on through them (``i decided`` rather than ``i``).
+Finding the heads in a text is ``headfind``'s.
 """
 
 from __future__ import annotations
 
 import importlib
-import operator
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = [
-    "DIGITS",
-    "Finder",
-    "Head",
-    "HeadSearch",
-    "Starts",
-    "analyse",
-    "combine",
-    "find",
-    "finder",
-    "is_spaced",
-    "proven",
-]
+__all__ = ["DIGITS", "EXTRA_CASES", "Head", "HeadSearch", "analyse", "combine", "proven"]
 
 DIGITS = tuple("0123456789０１２３４５６７８９")
 Head = tuple[int, int]  # where a head starts, and the mask of the alternatives it starts
-# per (slot, mask): the alternatives that need no literal, and (literal or literals,
-# alternatives) pairs
-_Plan = tuple[int, tuple[tuple[str, int], ...], tuple[tuple[tuple[str, ...], int], ...]]
 _HEAD_LEN = 16  # a head is cut short past this many characters
 _HEAD_COUNT = 64  # or when an alternative would have more heads than this
 _SMALL_CLASS = 8  # a class of at most this many literals is spelled out
 _ZERO_WIDTH = {"AT", "ASSERT", "ASSERT_NOT"}
 _REPEATS = {"MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"}
 _WORD = re.compile(r"\w")
-_OTHER_DIGIT = re.compile(r"[^\D0-9０-９]")
 
 
 def _internal(name: str, attribute: str) -> Any:
@@ -74,7 +63,7 @@ def _internal(name: str, attribute: str) -> Any:
 
 
 _PARSE = _internal("re._parser", "parse")  # the tree ``re.compile`` builds
-_EXTRA_CASES = _internal("re._casefix", "_EXTRA_CASES")  # IGNORECASE beyond lower()
+EXTRA_CASES = _internal("re._casefix", "_EXTRA_CASES")  # IGNORECASE beyond lower()
 
 
 def _has_top_level_bar(source: str) -> bool:
@@ -205,7 +194,7 @@ def _read(alternative: str, spaced: bool) -> tuple[set[str], bool, frozenset[str
     """An alternative's heads ("" among them: it has none), whether it starts at
     ``\\b``, and its wants; None if heads are not to be used for it. ``spaced``:
     heads for single-spaced texts, where ``\\s`` and ``\\s+`` match one space."""
-    if _PARSE is None or _EXTRA_CASES is None:
+    if _PARSE is None or EXTRA_CASES is None:
         return None
     tree = _PARSE(alternative, re.I)
     if tree.state.flags != _PARSE("", re.I).state.flags or tree.getwidth()[0] == 0:
@@ -368,241 +357,3 @@ def proven(found: HeadSearch, triggers: Sequence[str]) -> int:
         if hold(heads) or hold(sorted(wants or ())):
             mask |= bit
     return mask
-
-
-# -- finding heads in a text ---------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Finder:
-    """Finds the heads of some searches, each known by a slot number, in a text:
-    per pass, the regex and whether it runs on ``" " + lowered``; per head (of the
-    second pass: after ``_ANYWHERE``), the
-    (slot, alternatives) it stands for, in ``keys`` for the slots worked out at
-    once and in ``later`` for the ``lazy`` ones, worked out when asked."""
-
-    passes: tuple[tuple[re.Pattern[str], bool], ...]
-    keys: Mapping[str, tuple[Head, ...]]
-    later: Mapping[str, tuple[Head, ...]]
-    guard: re.Pattern[str] | None  # text on which lowering does not mirror IGNORECASE
-    digits: bool  # some head holds a digit that ``\\d`` stood for
-    searches: Mapping[int, HeadSearch]  # by slot
-    always: frozenset[int]  # slots whose search runs whatever heads are found
-    plans: dict[Head, _Plan] = field(default_factory=dict, repr=False, compare=False)
-
-
-def finder(searches: Mapping[int, HeadSearch], lazy: Collection[int] = ()) -> Finder:
-    """A finder for these searches, by slot; the heads of the ``lazy`` slots are
-    only matched to them when ``Starts.get`` asks for one."""
-    word: dict[str, dict[int, int]] = {}  # head -> slot -> mask of alternatives
-    anywhere: dict[str, dict[int, int]] = {}
-    literals: set[str] = set()
-    for slot, found in searches.items():
-        for heads, into in ((found.word_heads, word), (found.any_heads, anywhere)):
-            for head, mask in heads.items():
-                masks = into.setdefault(head, {})
-                masks[slot] = masks.get(slot, 0) | mask
-        literals.update(*(want for want in found.wants if want), found.needs or ())
-    passes, keys, later = [], {}, {}
-    for by_head, padded in ((word, True), (anywhere, False)):
-        if by_head:
-            passes.append((re.compile(_trie(by_head, padded)), padded))
-            for head in by_head:
-                slots = _slots(by_head, head)
-                name = head if padded else _ANYWHERE + head  # a head may be in both passes
-                keys[name] = tuple(key for key in slots if key[0] not in lazy)
-                later[name] = tuple(key for key in slots if key[0] in lazy)
-    chars = set("".join(word) + "".join(anywhere) + "".join(literals))
-    always = frozenset(slot for slot, found in searches.items() if found.plain or found.rest)
-    return Finder(
-        tuple(passes), keys, later, _guard(chars), bool(chars & set(DIGITS)), searches, always
-    )
-
-
-def _trie(heads: Mapping[str, Any], padded: bool) -> str:
-    """A regex matching one character where a head starts, its last group the
-    longest head there (``padded``: the non-word character before a head that
-    starts a word, group 1 the whole head; else the head's first character, the
-    group the rest of it)."""
-    root: dict[str, Any] = {}
-    for head in heads:
-        node = root
-        for char in head:
-            node = node.setdefault(char, {})
-        node[""] = {}
-
-    def emit(node: dict[str, Any]) -> str:
-        after: dict[str, list[str]] = {}  # characters followed by the same rest
-        for char, child in node.items():
-            if char:
-                after.setdefault(emit(child), []).append(re.escape(char))
-        kids = [(f"[{''.join(c)}]" if len(c) > 1 else c[0]) + rest for rest, c in after.items()]
-        if not kids:
-            return ""
-        body = kids[0] if len(kids) == 1 else "(?:" + "|".join(kids) + ")"
-        return f"(?:{body})?" if "" in node else body
-
-    if padded:
-        return r"[^\w](?=(" + emit(root) + "))"
-    return "|".join(f"{re.escape(char)}(?=({emit(child)}))" for char, child in root.items())
-
-
-def _slots(heads: Mapping[str, dict[int, int]], head: str) -> tuple[Head, ...]:
-    """Per slot, the alternatives that ``head`` or a head it starts with starts."""
-    masks: dict[int, int] = {}
-    for end in range(1, len(head) + 1):
-        for slot, mask in heads.get(head[:end], {}).items():
-            masks[slot] = masks.get(slot, 0) | mask
-    return tuple(sorted(masks.items()))
-
-
-def _guard(chars: set[str]) -> re.Pattern[str] | None:
-    """The characters that IGNORECASE matches to one of ``chars`` but whose
-    ``lower()`` differs from it (and capital sigma, lowered by its place)."""
-    odd: set[str] = set()
-    for char in chars:
-        for code in _EXTRA_CASES.get(ord(char), ()) if _EXTRA_CASES else ():
-            variant = chr(code)
-            odd |= {v for v in (variant, variant.upper(), variant.title()) if v.lower() == variant}
-        if char in "σς":
-            odd.add("Σ")
-    return re.compile("[" + "".join(map(re.escape, sorted(odd))) + "]") if odd else None
-
-
-def is_spaced(text: str) -> bool:
-    """Whether every white space in ``text`` is a lone ``" "`` (sure, not
-    exact: a text with another non-printable character is not): where the
-    heads of ``HeadSearch.spaced`` hold (``\\s+`` matches one space there).
-    Every character ``\\s`` matches but the space is non-printable (tested)."""
-    return text.isprintable() and "  " not in text
-
-
-def find(found: Finder, text: str, lowered: str) -> Starts | None:
-    """Where heads start in the text, by slot (``Starts``); None where the text
-    defeats heads."""
-    if not text.isascii() and (
-        len(lowered) != len(text)
-        or (found.guard is not None and found.guard.search(text))
-        or (found.digits and _OTHER_DIGIT.search(text))
-    ):
-        return None
-    heads: list[str] = []
-    starts: list[int] = []
-    for pattern, padded in found.passes:
-        if padded:  # the character before text[pos] is at pos in " " + lowered
-            matches = list(pattern.finditer(" " + lowered))
-            heads += map(_GROUP, matches)
-        else:
-            matches = list(pattern.finditer(lowered))
-            heads += [_ANYWHERE + m[0] + m[m.lastindex or 0] for m in matches]
-        starts += map(_START, matches)
-    return Starts(found, lowered, heads, starts)
-
-
-_GROUP = operator.itemgetter(1)
-_ANYWHERE = "\0"  # before the heads of the pass for those that need not start a word
-_START = re.Match.start
-
-
-class Starts:
-    """Where the heads of a finder's searches start in one text.
-
-    ``active``: per slot (but the finder's lazy ones) that has a head whose
-    alternatives can match in the text, head -> those alternatives; ``get``:
-    a slot's heads in order, as (position, alternatives), worked out once.
-    """
-
-    __slots__ = ("active", "_found", "_lowered", "_heads", "_starts", "_viable", "_later", "_got")
-
-    def __init__(self, found: Finder, lowered: str, heads: list[str], starts: list[int]) -> None:
-        self._found, self._lowered, self._heads, self._starts = found, lowered, heads, starts
-        self._viable: dict[Head, int] = {}  # (slot, alternatives) -> those that can match
-        self._later: dict[int, dict[str, int]] | None = None
-        self._got: dict[int, list[Head]] = {}
-        self.active = self._match(found.keys)
-
-    def _match(
-        self, keys: Mapping[str, tuple[Head, ...]], wants: bool = True
-    ) -> dict[int, dict[str, int]]:
-        """Per slot, head -> its alternatives in the slot (``wants``: those that
-        can match in the text, as their wants tell)."""
-        out: dict[int, dict[str, int]] = {}
-        viable, found, lowered = self._viable, self._found, self._lowered
-        for head in dict.fromkeys(self._heads):
-            for key in keys[head]:  # one per slot
-                mask = viable.get(key) if wants else key[1]
-                if mask is None:
-                    mask = viable[key] = _viable(found, key, lowered)
-                if mask:
-                    if key[0] in out:
-                        out[key[0]][head] = mask
-                    else:
-                        out[key[0]] = {head: mask}
-        return out
-
-    def viable(self, slot: int, mask: int) -> int:
-        """The alternatives in ``mask`` of the slot's search that can match in
-        the text, as their wants tell."""
-        key = (slot, mask)
-        found = self._viable.get(key)
-        if found is None:
-            found = self._viable[key] = _viable(self._found, key, self._lowered)
-        return found
-
-    def get(self, slot: int) -> list[Head]:
-        """Where the slot's heads start, in order, each with its alternatives that
-        can match in the text."""
-        got = self._got.get(slot)
-        if got is None:
-            by_head = self.active.get(slot)
-            if by_head is None:
-                if self._later is None:  # tried on a sentence or two: no wants read
-                    self._later = self._match(self._found.later, wants=False)
-                by_head = self._later.get(slot)
-            got = self._got[slot] = _positions(by_head, self._heads, self._starts)
-        return got
-
-
-def _positions(by_head: dict[str, int] | None, heads: list[str], starts: list[int]) -> list[Head]:
-    """(position, alternatives) where each head of ``by_head`` starts, in order."""
-    if not by_head:
-        return []
-    if len(by_head) == 1:  # one head's positions come from one pass: in order
-        ((only, mask),) = by_head.items()
-        return [(pos, mask) for pos, head in zip(starts, heads, strict=True) if head == only]
-    get = by_head.get
-    pairs = zip(starts, heads, strict=True)
-    return sorted((pos, bits) for pos, head in pairs if (bits := get(head, 0)))
-
-
-def _plan(found: HeadSearch, mask: int) -> _Plan:
-    """The alternatives in ``mask`` that need no literal, and the others grouped
-    by their wants: (literals, alternatives), each group can match only where
-    one of its literals occurs (first the groups of one literal, as a string)."""
-    free, groups = 0, dict[frozenset[str], int]()
-    for n, wants in enumerate(found.wants):
-        if not mask >> n & 1:
-            continue
-        if wants is None:
-            free |= 1 << n
-        else:
-            groups[wants] = groups.get(wants, 0) | 1 << n
-    one = [(next(iter(wants)), bits) for wants, bits in groups.items() if len(wants) == 1]
-    more = [(tuple(sorted(wants)), bits) for wants, bits in groups.items() if len(wants) > 1]
-    return free, tuple(one), tuple(more)
-
-
-def _viable(found: Finder, key: Head, lowered: str) -> int:
-    """The alternatives of ``key`` (slot, mask) whose wants the text meets: the
-    others match nowhere in it."""
-    plan = found.plans.get(key)
-    if plan is None:
-        plan = found.plans[key] = _plan(found.searches[key[0]], key[1])
-    viable, one, more = plan
-    for literal, bits in one:
-        if literal in lowered:
-            viable |= bits
-    for literals, bits in more:
-        if any(map(lowered.__contains__, literals)):
-            viable |= bits
-    return viable

@@ -5,7 +5,8 @@ fraction of a second, which a per-message shell hook cannot pay.
 A cache file holds one pickled ``RuleSet``, its regexes as ``re`` compiled them
 (the SRE code, rebuilt by ``_sre.compile`` without parsing), and is named by
 the SHA-256 of everything the result depends on: the packs' TOML text, the
-scanner's own source (``scan.py``, ``heads.py``) and the exact Python build.
+scanner's own source (``scan.py``, ``heads.py``, ``headfind.py``) and the exact
+Python build.
 
 Invariants:
 
@@ -49,7 +50,7 @@ log = logging.getLogger("memstrata")
 ENV_CACHE_DIR = "MEMSTRATA_CACHE_DIR"
 _FORMAT = b"memstrata-rules-1\n"
 _DIGEST = hashlib.sha256().digest_size
-_CODE = ("scan.py", "heads.py")
+_CODE = ("scan.py", "heads.py", "headfind.py")
 
 
 _UNSET = Path()

@@ -68,18 +68,8 @@ from typing import Any
 
 from ..errors import InvalidInput
 from . import rulecache
-from .heads import (
-    DIGITS,
-    Finder,
-    Head,
-    HeadSearch,
-    Starts,
-    analyse,
-    find,
-    finder,
-    is_spaced,
-    proven,
-)
+from .headfind import Finder, Starts, find, finder, is_spaced
+from .heads import DIGITS, Head, HeadSearch, analyse, proven
 from .scorer import RULE_CATEGORIES, additions
 
 __all__ = ["CATEGORIES", "Entry", "RuleSet", "default_rules", "load_rules", "scan"]
@@ -384,10 +374,8 @@ def _matches(category: _Category, message: _Message, slot: int) -> Iterator[re.M
             return None
         return found.pattern.finditer(message.text)
     heads = message.starts.get(slot)
-    rest = None
-    if found.rest is not None:  # the alternatives without heads whose wants the text holds
-        mask = message.starts.viable(slot, found.rest_mask)
-        rest = found.subset(mask) if mask else None
+    mask = message.starts.rests.get(slot)  # the alternatives without heads that can match
+    rest = found.subset(mask) if mask else None
     return _chain(category, rest, message, heads) if heads or rest else None
 
 
@@ -486,6 +474,20 @@ def _learned(found: dict[str, Entry], text: str, ruleset: RuleSet, codes: Sequen
             found[category] = Entry(category, sentence, (start, end))
 
 
+def _slots(
+    rules: RuleSet, codes: Sequence[str], seeker: Finder | None, starts: Starts | None
+) -> list[int]:
+    """The slots of the categories to search, in order: with heads, those whose
+    alternatives can match (``Starts.active``) or that have none (``always``)."""
+    if seeker is not None and starts is not None:
+        return sorted(seeker.always.union(starts.active))
+    return [
+        index * _SLOTS + _OFFSET[category]
+        for index, code in enumerate(codes)
+        for category in rules.packs[code].categories
+    ]
+
+
 def scan(
     text: str,
     *,
@@ -505,20 +507,18 @@ def scan(
     spaced = is_spaced(text)
     seeker = _finder(ruleset, codes, spaced) if ruleset.fast else None
     message = _Message(text, text.lower(), spaced, seeker)
-    starts, always = message.starts, seeker.always if seeker else frozenset()
     found: dict[str, Entry] = {}
-    for index, code in enumerate(codes):
-        pack, base = ruleset.packs[code], index * _SLOTS
-        vetoed: dict[tuple[int, int], bool] = {}
-        for category, compiled in pack.categories.items():
-            slot = base + _OFFSET[category]
-            active = starts is None or slot in starts.active or slot in always
-            if category in found or not active:
-                continue  # no match: no head found, no rest to search
-            matches = _matches(compiled, message, slot)
-            entry = matches and _first(category, matches, pack, message, base + _VETO, vetoed)
-            if entry:
-                found[category] = entry
+    vetoes: dict[int, dict[tuple[int, int], bool]] = {}  # per pack: sentence span -> vetoed
+    for slot in _slots(ruleset, codes, seeker, message.starts):  # in order: packs, categories
+        index, offset = divmod(slot, _SLOTS)
+        category = CATEGORIES[offset]
+        if category in found:
+            continue
+        pack, vetoed = ruleset.packs[codes[index]], vetoes.setdefault(index, {})
+        matches = _matches(pack.categories[category], message, slot)
+        entry = matches and _first(category, matches, pack, message, slot - offset + _VETO, vetoed)
+        if entry:
+            found[category] = entry
     if learned and (languages is None or set(codes) & set(_detect(text))):
         _learned(found, text, ruleset, codes)
     return sorted(found.values(), key=lambda e: (e.span[0], _OFFSET[e.category]))

@@ -102,7 +102,7 @@ def features(text: str) -> list[str]:
 
 def _column_sums(rows: Sequence[Row]) -> Row:
     """The correctly rounded sum of ``rows``, column by column."""
-    return tuple(map(math.fsum, zip(*rows, strict=True)))
+    return tuple(map(math.fsum, zip(*rows, strict=False)))  # every row is as wide (Model)
 
 
 class Model:
@@ -130,6 +130,8 @@ class Model:
         if len(self.flat) != self.width * len(names):
             raise ValueError("scorer weights do not have one row per name")
         self.rules: list[Row] = [tuple(map(float, row)) for row in rules]
+        if any(len(row) != self.width for row in self.rules):
+            raise ValueError("scorer rule rows are not as wide as the bias")
         self.cut = math.log(threshold / (1.0 - threshold))
         self.zero: Row = (0.0,) * self.width
         # token -> the sum of its token, stem and trigram weights (while room lasts)
