@@ -36,12 +36,12 @@ _OTHER_DIGIT = re.compile(r"[^\D0-9０-９]")
 class Finder:
     """Finds the heads of some searches, each known by a slot number, in a text:
     per pass, the regex and whether it runs on ``" " + lowered``; per head (of the
-    second pass: after ``_ANYWHERE``), the
-    (slot, alternatives) it stands for, in ``keys`` for the slots worked out at
-    once and in ``later`` for the ``lazy`` ones, worked out when asked."""
+    second pass: after ``_ANYWHERE``), what it stands for: in ``keys``, per slot
+    worked out at once, (slot, the plan of its alternatives' wants); in
+    ``later``, for the ``lazy`` ones, worked out when asked, (slot, alternatives)."""
 
     passes: tuple[tuple[re.Pattern[str], bool], ...]
-    keys: Mapping[str, tuple[Head, ...]]
+    keys: Mapping[str, tuple[tuple[int, _Plan], ...]]
     later: Mapping[str, tuple[Head, ...]]
     guard: re.Pattern[str] | None  # text on which lowering does not mirror IGNORECASE
     digits: bool  # some head holds a digit that ``\\d`` stood for
@@ -64,13 +64,17 @@ def finder(searches: Mapping[int, HeadSearch], lazy: Collection[int] = ()) -> Fi
                 masks[slot] = masks.get(slot, 0) | mask
         literals.update(*(want for want in found.wants if want), found.needs or ())
     passes, keys, later = [], {}, {}
+    plans: dict[Head, tuple[int, _Plan]] = {}  # one per (slot, alternatives)
     for by_head, padded in ((word, True), (anywhere, False)):
         if by_head:
             passes.append((re.compile(_trie(by_head, padded)), padded))
             for head in by_head:
                 slots = _slots(by_head, head)
                 name = head if padded else _ANYWHERE + head  # a head may be in both passes
-                keys[name] = tuple(key for key in slots if key[0] not in lazy)
+                for key in slots:
+                    if key not in plans and key[0] not in lazy:
+                        plans[key] = (key[0], _plan(searches[key[0]], key[1]))
+                keys[name] = tuple(plans[key] for key in slots if key[0] not in lazy)
                 later[name] = tuple(key for key in slots if key[0] in lazy)
     chars = set("".join(word) + "".join(anywhere) + "".join(literals))
     always = frozenset(slot for slot, found in searches.items() if found.plain)
@@ -203,7 +207,7 @@ class Starts:
         self._later: dict[int, dict[str, int]] | None = None
         self._got: dict[int, list[Head]] = {}
         self.active = self._match(found.keys)
-        self.rests: dict[int, int] = {}
+        self.rests: dict[int, int] = {}  # the few slots with alternatives without heads
         for slot, mask in found.rests.items():
             viable = self.viable(slot, mask)
             if viable:
@@ -211,22 +215,38 @@ class Starts:
                 self.active.setdefault(slot, {})
 
     def _match(
-        self, keys: Mapping[str, tuple[Head, ...]], wants: bool = True
+        self, keys: Mapping[str, tuple[tuple[int, _Plan], ...]]
     ) -> dict[int, dict[str, int]]:
-        """Per slot, head -> its alternatives in the slot (``wants``: those that
-        can match in the text, as their wants tell)."""
+        """Per slot, head -> its alternatives in the slot that can match in the
+        text, as their wants tell (``_viable``, written out: it runs per key)."""
         out: dict[int, dict[str, int]] = {}
-        viable, found, lowered = self._viable, self._found, self._lowered
+        lowered = self._lowered
+        contains = lowered.__contains__
         for head in dict.fromkeys(self._heads):
-            for key in keys[head]:  # one per slot
-                mask = viable.get(key) if wants else key[1]
-                if mask is None:
-                    mask = viable[key] = _viable(found, key, lowered)
+            for slot, (mask, one, more) in keys[head]:  # one per slot
+                for literal, bits in one:
+                    if literal in lowered:
+                        mask |= bits
+                for literals, bits in more:
+                    if any(map(contains, literals)):
+                        mask |= bits
                 if mask:
-                    if key[0] in out:
-                        out[key[0]][head] = mask
+                    if slot in out:
+                        out[slot][head] = mask
                     else:
-                        out[key[0]] = {head: mask}
+                        out[slot] = {head: mask}
+        return out
+
+    def _lazy(self) -> dict[int, dict[str, int]]:
+        """Per lazy slot, head -> its alternatives in the slot (wants not read)."""
+        out: dict[int, dict[str, int]] = {}
+        later = self._found.later
+        for head in dict.fromkeys(self._heads):
+            for slot, mask in later[head]:
+                if slot in out:
+                    out[slot][head] = mask
+                else:
+                    out[slot] = {head: mask}
         return out
 
     def viable(self, slot: int, mask: int) -> int:
@@ -246,7 +266,7 @@ class Starts:
             by_head = self.active.get(slot)
             if by_head is None:
                 if self._later is None:  # tried on a sentence or two: no wants read
-                    self._later = self._match(self._found.later, wants=False)
+                    self._later = self._lazy()
                 by_head = self._later.get(slot)
             got = self._got[slot] = _positions(by_head, self._heads, self._starts)
         return got
