@@ -4,6 +4,7 @@ paid at import."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -183,3 +184,29 @@ def test_the_command_line_uses_the_folder_of_its_environment(
     result = CliRunner().invoke(cli, ["scan", "My name is Alice."], env=env)
     assert result.exit_code == 0 and "proper_noun" in result.output
     assert list(folder.glob("rules-*.pickle"))
+
+
+def test_old_rule_files_are_pruned_to_the_newest(cache: Path) -> None:
+    """Each version leaves a file of its own: a write keeps the ``KEEP`` newest
+    (its own among them) and removes a killed writer's stale temporary file."""
+    cache.mkdir(parents=True)
+    old = []
+    for number in range(rulecache.KEEP + 3):
+        path = cache / f"rules-{number:032x}.pickle"
+        path.write_bytes(b"an older version's rules")
+        stamp = 1_000_000 + number * 60
+        os.utime(path, (stamp, stamp))
+        old.append(path)
+    stale = cache / ".rules-killed.tmp"
+    fresh = cache / ".rules-writing.tmp"
+    stale.write_bytes(b"half")
+    os.utime(stale, (1_000_000, 1_000_000))
+    fresh.write_bytes(b"half")
+    other = cache / "model-1234.json"
+    other.write_text("{}")
+    assert _scans(load_rules())  # compiled and written: the prune runs
+    left = sorted(cache.glob("rules-*.pickle"))
+    assert len(left) == rulecache.KEEP
+    assert set(old[-(rulecache.KEEP - 1) :]) < set(left)  # the newest kept, with the new file
+    assert not stale.exists() and fresh.exists() and other.exists()
+    assert _scans(load_rules()) == _scans(load_rules())  # the new file is read back

@@ -19,6 +19,11 @@ Invariants:
   file is replaced. The cache never changes what ``scan`` finds: a rebuilt
   pattern is kept only if it compares equal (pattern, flags and code) to the
   one ``re.compile`` made.
+* The folder holds at most ``KEEP`` rule files: each write removes the
+  oldest beyond them (by modification time), and temporary files a killed
+  writer left over an hour ago. Every memstrata version, Python build or set
+  of packs has its own file, and nothing else would ever remove them; a few
+  versions in use at once (two virtual environments) keep theirs.
 * The folder is ``~/.cache/memstrata`` unless ``use_dir`` chose another (or
   None: no cache). The library reads no environment: the command line hands
   in ``dir_from(os.environ)`` (``$MEMSTRATA_CACHE_DIR``, empty for no cache,
@@ -36,6 +41,7 @@ import pickle
 import re
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -51,6 +57,8 @@ ENV_CACHE_DIR = "MEMSTRATA_CACHE_DIR"
 _FORMAT = b"memstrata-rules-1\n"
 _DIGEST = hashlib.sha256().digest_size
 _CODE = ("scan.py", "heads.py", "headfind.py")
+KEEP = 8  # rule files kept in the folder (see the module)
+_STALE_TEMP_S = 3600.0
 
 
 _UNSET = Path()
@@ -147,6 +155,32 @@ def _write(path: Path, rules: RuleSet) -> None:
             raise
     except Exception as exc:  # a cache that cannot be written is no cache: go on
         log.debug("memstrata: the rule cache %s was not written: %s", path, exc)
+        return
+    _prune(path.parent, path)
+
+
+def _prune(folder: Path, written: Path) -> None:
+    """Remove the rule files beyond the ``KEEP`` newest (never ``written``) and
+    temporary files older than an hour; a file that cannot be read or removed
+    (another process's, gone already) is left."""
+    now = time.time()
+    files: list[tuple[float, Path]] = []
+    for entry in folder.iterdir():
+        try:
+            modified = entry.stat().st_mtime
+            if entry.name.startswith(".rules-") and entry.name.endswith(".tmp"):
+                if now - modified > _STALE_TEMP_S:
+                    entry.unlink()
+            elif entry.name.startswith("rules-") and entry.suffix == ".pickle" and entry != written:
+                files.append((modified, entry))
+        except OSError:
+            continue
+    files.sort(reverse=True)
+    for _, old in files[KEEP - 1 :]:
+        try:
+            old.unlink()
+        except OSError:
+            continue
 
 
 # -- compiled regexes without compiling them again ---------------------------------------
