@@ -451,7 +451,9 @@ class PromptBuilder:
                 "the extractive summary was written instead"
             )
 
-        self.compact_session(turn.session, summarizer=_Fallback(self._summarizer, fell_back))
+        done = self.compact_session(turn.session, summarizer=_Fallback(self._summarizer, fell_back))
+        # nothing after the summary counted yet: no need to read the transcript again
+        counts[turn.session], seen[turn.session] = 0, max(turn.seq, done.turns[1])
 
     def _summarizer(self) -> Summarizer:
         """The summarizer the settings name or hold (raises if it cannot be set up)."""
