@@ -319,10 +319,11 @@ def hybrid(
     if found is None:
         found = bm25()
     accept = filters.acceptor()
-    words = [(cid, score) for cid, score in found if cid in chunks and accept(chunks[cid])]
+    get = chunks.get
+    words = [(cid, score) for cid, score in found if (c := get(cid)) is not None and accept(c)]
     nearest: list[tuple[int, float]] = []
     if vector is not None and near is not None:
-        nearest = [(c, s) for c, s in near if c in chunks and accept(chunks[c])]
+        nearest = [(cid, s) for cid, s in near if (c := get(cid)) is not None and accept(c)]
     elif vector is not None and vectors is not None:
         nearest = _nearest(index, vectors, vector, wide, accept)
     strength = relevance(lexical, stems, words, nearest, index, here=not words_in_sql)
@@ -337,6 +338,12 @@ def hybrid(
         top = max(score for _, score in ranked)
         low = min(score for _, score in ranked) if weights.fusion == "minmax" else 0.0
         span = top - low
+        if weights.fusion == "minmax" and span > 0:  # ``fused_part`` written out (hot)
+            lift = 1 - FLOOR_PART
+            for cid, score in ranked:
+                part = FLOOR_PART + lift * (score - low) / span
+                fused[cid] = fused.get(cid, 0.0) + weight * part
+            continue
         for rank, (cid, score) in enumerate(ranked, start=1):
             part = fused_part(weights.fusion, rank, score, low, span)
             fused[cid] = fused.get(cid, 0.0) + weight * part
@@ -460,10 +467,11 @@ def _nearest(
     ask = wide + wide // 2
     while True:
         found = vectors.top(index, query, ask)
+        get = chunks.get
         kept = [
             (cid, score)
             for cid, score in found
-            if score > 0 and cid in chunks and accept(chunks[cid])
+            if score > 0 and (chunk := get(cid)) is not None and accept(chunk)
         ]
         if len(kept) >= wide or len(found) < ask or found[-1][1] <= 0 or ask >= len(chunks):
             return kept[:wide]
