@@ -63,7 +63,16 @@ def main() -> int:
     parser.add_argument("--embedder", default="static")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--compare", type=Path, nargs=2, metavar=("A", "B"))
+    parser.add_argument(
+        "--openblas-default",
+        action="store_true",
+        help="leave numpy's OpenBLAS its own threads (blas.WANTED = None), on trees that have it",
+    )
     args = parser.parse_args()
+    if args.openblas_default:
+        from memstrata.index import blas
+
+        blas.WANTED = None
     if args.compare:
         first, second = (json.loads(path.read_text())["ranks"] for path in args.compare)
         differ = sum(a != b for a, b in zip(first, second, strict=True))

@@ -10,22 +10,23 @@ spinning threads): in interleaved runs at load 11, the 100k vector pass took
 (docs/benchmarks.md). A product splits the rows, not the sums, so one thread
 gives the same floats.
 
-``one_thread()`` asks numpy's OpenBLAS for one thread, once per process,
-unless the process chose for itself (``OPENBLAS_NUM_THREADS``,
-``OMP_NUM_THREADS`` or ``MEMSTRATA_BLAS_THREADS`` set: the first two are
-OpenBLAS's own, honoured at numpy's import; ``MEMSTRATA_BLAS_THREADS=0``
-leaves OpenBLAS as it is). A numpy without OpenBLAS, or one whose library
-cannot be found, is left alone. It is process-wide: an application that
-wants BLAS threads for its own numpy work sets one of the variables.
+``one_thread()`` asks numpy's OpenBLAS for one thread, once per process
+(the first ``Vectors``), unless ``WANTED`` was set to None before (the
+library reads no environment variable: the entry points hand values in). A
+numpy without OpenBLAS, or one whose library cannot be found, is left alone.
+It is process-wide: an application that wants OpenBLAS's threads for its own
+numpy work sets ``memstrata.index.blas.WANTED = None`` before its first
+search, or sets the count itself after it (this runs once).
 """
 
 from __future__ import annotations
 
 import ctypes
-import os
 import threading
 
-__all__ = ["one_thread"]
+__all__ = ["WANTED", "one_thread"]
+
+WANTED: int | None = 1  # OpenBLAS threads to ask for; None: leave it as it is
 
 _DONE = threading.Event()
 _LOCK = threading.Lock()
@@ -47,7 +48,8 @@ def one_thread() -> bool:
         if _DONE.is_set():
             return False
         _DONE.set()
-        if any(name in os.environ for name in _CHOSEN):
+        wanted = WANTED
+        if wanted is None:
             return False
         import numpy  # noqa: F401 - loads its OpenBLAS
 
@@ -61,12 +63,9 @@ def one_thread() -> bool:
                 if setter is not None:
                     setter.argtypes = [ctypes.c_int]
                     setter.restype = None
-                    setter(1)
+                    setter(wanted)
                     return True
         return False
-
-
-_CHOSEN = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MEMSTRATA_BLAS_THREADS")
 
 
 def _loaded_openblas() -> list[str]:
