@@ -12,9 +12,13 @@ acknowledged.
   indexing and embedding every new chunk): ``ack_turns_per_s`` (recording
   alone), ``vectors_s`` (the reindex) and ``turns_per_s`` (turns over both:
   every turn searchable with its vectors);
+* ``batched``: the same turns through ``record_turns`` (group commit) in
+  batches of ``--batch`` (one fsync per file a batch touches instead of three
+  per turn; acknowledged when the call returned), then ``reindex``: the same
+  figures;
 * ``bulk``: ``memstrata bench locomo``'s ingest (``record_conversation``: every
-  utterance a turn with its speaker and date, no reply, then ``reindex``), the
-  same figures;
+  utterance a turn with its speaker and date, no reply, one ``record_turns``
+  per conversation, then ``reindex``), the same figures;
 * in each: ``texts_embedded`` (what reached the model, after the batch's
   deduplication), ``texts_per_turn``, ``embed_s`` (time inside the model's
   ``embed``) and its share of the whole;
@@ -130,6 +134,31 @@ def one_at_a_time(folder: Path, texts: list[str], reply: str, spec: str) -> dict
     return {**figures(len(texts), recorded, indexed, counted), "vectors": report.vectors}
 
 
+def batched(folder: Path, texts: list[str], reply: str, spec: str, size: int) -> dict[str, Any]:
+    """``one_at_a_time``'s turns recorded ``size`` at a time with ``record_turns``."""
+    kind = type(load_embedder(spec))
+    turns = [
+        {"session": f"bench-{number // 500}", "user": text, "assistant": reply}
+        for number, text in enumerate(texts)
+    ]
+    with (
+        Memory.open(folder, session_max_turns=0, embedder=spec) as memory,
+        Counted(kind) as counted,
+    ):
+        began = time.perf_counter()
+        for start in range(0, len(turns), size):
+            memory.record_turns(turns[start : start + size])
+        recorded = time.perf_counter() - began
+        began = time.perf_counter()
+        report = memory.reindex()
+        indexed = time.perf_counter() - began
+    return {
+        **figures(len(texts), recorded, indexed, counted),
+        "batch": size,
+        "vectors": report.vectors,
+    }
+
+
 def bulk(folder: Path, data: Path, limit: int, spec: str) -> tuple[dict[str, Any], list[str]]:
     """``record_conversation`` on the first conversations of ``data`` (up to ``limit`` turns)."""
     chosen, turns = [], 0
@@ -226,6 +255,7 @@ def main() -> None:
         help="internal batch sizes to compare on the embedded texts ('' to skip)",
     )
     parser.add_argument("--embedder", choices=("minilm", "static"), default="minilm")
+    parser.add_argument("--batch", type=int, default=100, help="turns per record_turns call")
     args = parser.parse_args()
     data = args.data if args.data.exists() else None
     report: dict[str, Any] = {
@@ -241,6 +271,9 @@ def main() -> None:
         texts = utterances(data, args.turns)
         report["one_at_a_time"] = one_at_a_time(
             Path(tmp) / "each", texts, args.reply, args.embedder
+        )
+        report["batched"] = batched(
+            Path(tmp) / "batched", texts, args.reply, args.embedder, args.batch
         )
         embedded: list[str] = []
         if data is not None:

@@ -302,3 +302,55 @@ def test_recorded_turns_survive_sigkill(tmp_path: Path) -> None:
     seqs = [turn.seq for turn in turns]
     assert seqs == list(range(1, len(seqs) + 1)), "seq must count up without gaps or repeats"
     assert_no_corrupt_files(ws, after_kill=False)
+
+
+# argv: workspace. ``record_turns`` (group commit) in batches of 1-40 turns over
+# two sessions and three days; prints "<session> <pid>-<i> <seq>" for each turn
+# of a batch only after the call returned.
+TURNS_CHILD = r"""
+import os, random, sys
+from datetime import datetime, timedelta, timezone
+from memstrata import Memory
+
+memory = Memory.open(sys.argv[1], embedder="none")
+print("open", flush=True)
+rng, start, i = random.Random(os.getpid()), datetime(2026, 3, 1, 12, tzinfo=timezone.utc), 0
+while True:
+    batch = []
+    for _ in range(rng.randint(1, 40)):
+        at = start + timedelta(days=i % 3, seconds=i)
+        batch.append({"session": f"crash-{i % 2}", "user": f"turn {os.getpid()}-{i}",
+                      "assistant": "ok", "at": at})
+        i += 1
+    turns = memory.record_turns(batch)
+    said = "".join(f"{t.session} {t.text_of('user')[5:]} {t.seq}\n" for t in turns)
+    print(said, end="", flush=True)
+"""
+
+
+def test_turns_recorded_in_batches_survive_sigkill(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    rng = random.Random()
+    acked: dict[str, tuple[str, int]] = {}
+    for _ in range(3):  # each child starts on what the last kill left
+        for line in acked_lines(ws, TURNS_CHILD, rng.randint(100, 600)):
+            session, name, seq = line.split()
+            acked[f"turn {name}"] = (session, int(seq))
+    assert len(acked) >= 300
+    notes = "".join(path.read_text() for path in sorted((ws / "memory").glob("2026-03-0*.md")))
+    with Memory.open(ws, embedder="none") as memory:
+        said: dict[str, tuple[str, int]] = {}
+        for session in ("crash-0", "crash-1"):
+            turns = memory.sessions.turns(session)
+            seqs = [turn.seq for turn in turns]
+            assert seqs == list(range(1, len(seqs) + 1)), "seq must count up without gaps"
+            said |= {turn.text_of("user"): (session, turn.seq) for turn in turns}
+            audited = {e["content"] for e in memory.sessions.audit(session) if e["role"] == "user"}
+            assert {t for t, (s, _) in acked.items() if s == session} <= audited
+        assert all("torn" in notice for notice in memory.notices), memory.notices
+    missing = set(acked) - set(said)
+    assert not missing, f"{len(missing)} acknowledged turn(s) lost, e.g. {sorted(missing)[:3]}"
+    assert all(said[text] == place for text, place in acked.items()), "a turn moved"
+    unnoted = [text for text in acked if f"**User:** {text}\n" not in notes]
+    assert not unnoted, f"{len(unnoted)} acknowledged turn(s) not in a daily note: {unnoted[:3]}"
+    assert_no_corrupt_files(ws, after_kill=False)

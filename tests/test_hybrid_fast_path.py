@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memstrata.index import hybrid as H
+from memstrata.index.answers import answer_type, says
 from memstrata.index.chunks import Chunk
 from memstrata.index.dates import dates_in
 from memstrata.index.mirror import Mirror
@@ -82,14 +83,14 @@ def _factored_reference(index, query, terms, fused, k, weights, now):  # type: i
     chunks = index.chunks
     named = set(terms) if weights.speaker else set()
     mentions = dates_in(query) if weights.date else []
-    answer = H._answer_type(query) if weights.when else None
+    answer = answer_type(query) if weights.when else None
     scored = []
     for cid, score in fused.items():
         chunk = chunks[cid]
         score *= H.SOURCE_WEIGHT.get(chunk.source, 1.0) * H.LAYER_WEIGHT.get(chunk.layer, 1.0)
         if named and chunk.layer == "transcripts" and chunk.title.lower() in named:
             score *= 1.0 + weights.speaker
-        if answer is not None and H._says(index.marks, cid, chunk.text, answer):
+        if answer is not None and says(index.marks, cid, chunk.text, answer):
             score *= 1.0 + weights.when
         if mentions and chunk.created_at is not None:
             closeness = max(m.matches(chunk.created_at.date()) for m in mentions)

@@ -80,7 +80,7 @@ def test_a_daily_note_that_cannot_be_written_does_not_undo_the_turn(
         def refuse(*_: object) -> object:
             raise StorageError("cannot write the daily note: disk full")
 
-        monkeypatch.setattr(memory.engine, "append_note", refuse)
+        monkeypatch.setattr(memory.engine, "note_exchanges", refuse)
         turn = memory.record_turn("s", user="hello", assistant="hi")
         assert _transcript_ids(ws, "s") == [turn.id]
         assert any("disk full" in n for n in memory.notices)

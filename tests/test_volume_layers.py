@@ -146,7 +146,7 @@ def test_documents_tools_and_the_daily_note_live_in_the_volume(memory: Memory) -
         documents.edit_file("../outside.md", lambda old: "no")
 
     at = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
-    event = memory.engine.note_exchange("hello", "hi there", None, at)
+    (event,) = memory.engine.note_exchanges([("hello", "hi there", None, at)])
     assert event.path == f"memory/{at.astimezone().date().isoformat()}.md"
     assert "**User:** hello" in _text(memory, event.path)
 

@@ -43,20 +43,26 @@ def memstrata_retriever(
 
 def record_conversation(memory: Memory, conversation: Conversation) -> dict[str, str]:
     """Record every utterance of ``conversation`` as a dated transcript turn
-    and index it; the LoCoMo dialogue id of each turn id."""
-    dia_of: dict[str, str] = {}
+    (all in one ``record_turns``: the files are what ``record_turn`` one at a
+    time would write) and index it; the LoCoMo dialogue id of each turn id."""
+    batch: list[dict[str, object]] = []
+    dia_ids: list[str] = []
     for session in conversation.sessions:
         for offset, turn in enumerate(session.turns):
             text = (
                 turn.text if not turn.caption else f"{turn.text} [shares a photo: {turn.caption}]"
             )
-            recorded = memory.record_turn(
-                f"{conversation.sample_id}-s{session.number}",
-                user=text,
-                assistant="",
-                meta={"speakers": {"user": turn.speaker}, "dia_id": turn.dia_id},
-                at=session.date + timedelta(seconds=offset),
+            batch.append(
+                {
+                    "session": f"{conversation.sample_id}-s{session.number}",
+                    "user": text,
+                    "assistant": "",
+                    "meta": {"speakers": {"user": turn.speaker}, "dia_id": turn.dia_id},
+                    "at": session.date + timedelta(seconds=offset),
+                }
             )
-            dia_of[recorded.id] = turn.dia_id
+            dia_ids.append(turn.dia_id)
+    recorded = memory.record_turns(batch)
+    dia_of = {turn.id: dia for turn, dia in zip(recorded, dia_ids, strict=True)}
     memory.reindex()
     return dia_of

@@ -24,10 +24,9 @@ With no embedder it is BM25 alone (step 1 has one list), and the caller says so.
 from __future__ import annotations
 
 import heapq
-import re
 import sys
 import threading
-from collections.abc import Callable, MutableMapping, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
@@ -35,6 +34,7 @@ from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 from ..errors import InvalidInput
+from .answers import answer_type, says
 from .chunks import Chunk
 from .dates import dates_in
 from .lexical import Lexical, stemmed
@@ -74,22 +74,6 @@ FLOOR_PART = 0.001
 # cores to spare may set it (tests exercise both orders).
 OVERLAP_ABOVE = sys.maxsize
 _T = TypeVar("_T")
-_HOW_MANY = re.compile(r"^\s*how (?:many|much|often|long)\b", re.I)
-_WHERE = re.compile(r"^\s*where\b", re.I)
-_WHO = re.compile(r"^\s*(?:who|whom|whose)\b", re.I)
-_NAME = re.compile(r"(?<=[a-z,] )[A-Z][a-z]+")
-_NUMBER = re.compile(
-    r"\b(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten|twice|once|dozen|few|several)\b",
-    re.I,
-)
-_PLACE = re.compile(r"\b(?:in|at|to|from|near)\s+(?:the\s+)?[A-Z][a-z]+")
-_WHEN_QUERY = re.compile(r"^\s*when\b|\bwhat (?:day|date|month|year|time)\b|\bhow long ago\b", re.I)
-_TIME_WORDS = re.compile(
-    r"\b(?:yesterday|today|tonight|tomorrow|last|next|ago|this (?:week|month|year|weekend|morning)"
-    r"|weekend|monday|tuesday|wednesday|thursday|friday|saturday|sunday|january|february|march"
-    r"|april|may|june|july|august|september|october|november|december|\d{4}|recently|soon)\b",
-    re.I,
-)
 SNIPPET_CHARS = 240
 SOURCE_WEIGHT = {"user": 1.0, "import": 1.0, "agent": 0.9, "tool": 0.8}
 # Raw logs (what was said, superseded facts included) weigh a little less than
@@ -335,10 +319,11 @@ def hybrid(
     if found is None:
         found = bm25()
     accept = filters.acceptor()
-    words = [(cid, score) for cid, score in found if cid in chunks and accept(chunks[cid])]
+    get = chunks.get
+    words = [(cid, score) for cid, score in found if (c := get(cid)) is not None and accept(c)]
     nearest: list[tuple[int, float]] = []
     if vector is not None and near is not None:
-        nearest = [(c, s) for c, s in near if c in chunks and accept(chunks[c])]
+        nearest = [(cid, s) for cid, s in near if (c := get(cid)) is not None and accept(c)]
     elif vector is not None and vectors is not None:
         nearest = _nearest(index, vectors, vector, wide, accept)
     strength = relevance(lexical, stems, words, nearest, index, here=not words_in_sql)
@@ -353,6 +338,12 @@ def hybrid(
         top = max(score for _, score in ranked)
         low = min(score for _, score in ranked) if weights.fusion == "minmax" else 0.0
         span = top - low
+        if weights.fusion == "minmax" and span > 0:  # ``fused_part`` written out (hot)
+            lift = 1 - FLOOR_PART
+            for cid, score in ranked:
+                part = FLOOR_PART + lift * (score - low) / span
+                fused[cid] = fused.get(cid, 0.0) + weight * part
+            continue
         for rank, (cid, score) in enumerate(ranked, start=1):
             part = fused_part(weights.fusion, rank, score, low, span)
             fused[cid] = fused.get(cid, 0.0) + weight * part
@@ -405,7 +396,7 @@ def _factored(
     chunks = index.chunks
     named = set(terms) if weights.speaker else set()
     mentions = dates_in(query) if weights.date else []
-    answer = _answer_type(query) if weights.when else None
+    answer = answer_type(query) if weights.when else None
     half_life = weights.recency_half_life_days if now is not None else 0.0
     marks = index.marks
     ceiling = _ceiling(weights, bool(named), answer is not None, bool(mentions))
@@ -427,7 +418,7 @@ def _factored(
         score *= SOURCE_WEIGHT.get(chunk.source, 1.0) * LAYER_WEIGHT.get(chunk.layer, 1.0)
         if named and chunk.layer == "transcripts" and chunk.title.lower() in named:
             score *= 1.0 + weights.speaker
-        if answer is not None and _says(marks, cid, chunk.text, answer):
+        if answer is not None and says(marks, cid, chunk.text, answer):
             score *= 1.0 + weights.when
         if mentions and chunk.created_at is not None:
             closeness = max(m.matches(chunk.created_at.date()) for m in mentions)
@@ -476,43 +467,15 @@ def _nearest(
     ask = wide + wide // 2
     while True:
         found = vectors.top(index, query, ask)
+        get = chunks.get
         kept = [
             (cid, score)
             for cid, score in found
-            if score > 0 and cid in chunks and accept(chunks[cid])
+            if score > 0 and (chunk := get(cid)) is not None and accept(chunk)
         ]
         if len(kept) >= wide or len(found) < ask or found[-1][1] <= 0 or ask >= len(chunks):
             return kept[:wide]
         ask *= 4
-
-
-_ANSWERS = (_TIME_WORDS, _NUMBER, _PLACE, _NAME)
-
-
-def _answer_type(query: str) -> int | None:
-    """What a chunk that answers ``query`` is likely to hold, by its question
-    word: a place in ``_ANSWERS``."""
-    if _WHEN_QUERY.search(query):
-        return 0
-    if _HOW_MANY.search(query):
-        return 1
-    if _WHERE.search(query):
-        return 2
-    if _WHO.search(query):
-        return 3
-    return None
-
-
-def _says(marks: MutableMapping[int, int], cid: int, text: str, kind: int) -> bool:
-    """Whether chunk ``cid`` holds what answer type ``kind`` looks for, read
-    once per chunk and kind (``Index.marks``: bit ``kind`` = known, bit
-    ``kind + 4`` = found)."""
-    known = marks.get(cid, 0)
-    if not known & (1 << kind):
-        found = 16 << kind if _ANSWERS[kind].search(text) else 0
-        known |= (1 << kind) | found
-        marks[cid] = known
-    return bool(known & (16 << kind))
 
 
 def _in_context(

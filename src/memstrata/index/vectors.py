@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING
 
+from . import blas
 from .protocol import Index
 
 if TYPE_CHECKING:
@@ -46,6 +47,7 @@ class Vectors:
     """
 
     def __init__(self) -> None:
+        blas.one_thread()  # (see index.blas)
         self._lock = threading.Lock()
         self._matrix: np.ndarray | None = None
         self._ids: np.ndarray | None = None  # row -> chunk id (-1: blank)

@@ -24,14 +24,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from .answers import answer_type, says
 from .dates import dates_in
 from .hybrid import (
     LAYER_WEIGHT,
     SOURCE_WEIGHT,
     Ranked,
     Weights,
-    _answer_type,
-    _says,
     fused_part,
 )
 from .protocol import Index
@@ -161,8 +160,8 @@ def _factors(
     named = weights.speaker and chunk.layer == "transcripts"
     if named and chunk.title.lower() in set(query_terms(query)):
         found.append((f"the query names the speaker {chunk.title}", 1.0 + weights.speaker))
-    answer = _answer_type(query) if weights.when else None
-    if answer is not None and _says(index.marks, cid, chunk.text, answer):
+    answer = answer_type(query) if weights.when else None
+    if answer is not None and says(index.marks, cid, chunk.text, answer):
         found.append(
             (f"the query asks for {_ANSWER_NAMES[answer]} and it has one", 1 + weights.when)
         )

@@ -216,7 +216,7 @@ class Observer:
         when = now() if at is None else aware(at)
         with self.engine.transaction("write the daily note"):
             said, answered = redact(valid_text(user)).text, redact(valid_text(agent)).text
-            event = self.engine.note_exchange(said, answered, session, when)
+            (event,) = self.engine.note_exchanges([(said, answered, session, when)])
         self.engine.events.notify(event)
         return self.engine.workspace.file(event.path)
 

@@ -119,6 +119,7 @@ class PromptBuilder:
         self._file_cache: dict[tuple[str, str], tuple[Stat, object]] | None = None
         self._gate: FactRanker | None = None
         self._summary_counts: dict[str, int] | None = None
+        self._summary_seen: dict[str, int] = {}  # session -> the last seq counted
         self._facts_cache: tuple[tuple[int, int, int], list[tuple[str, str]]] | None = None
         self._retired_cache: tuple[tuple[int, int, int, int], set[str]] | None = None
         self.global_memory = shared or GlobalMemory(engine.workspace)
@@ -430,13 +431,17 @@ class PromptBuilder:
             self._summary_tokens[turn.session] = 0
 
     def _count_and_summarize(self, turn: history.Turn, limit: int) -> None:
-        counts = self._summary_tokens
+        counts, seen = self._summary_tokens, self._summary_seen
         if turn.session not in counts:
-            transcript = history.transcript_rel(turn.session)
-            turns = history.turns_since_summary(self.engine.workspace.volume, transcript)
-            counts[turn.session] = sum(_tokens(t) for t in turns)
-        else:
+            data = self.engine.workspace.volume.read(history.transcript_rel(turn.session)) or b""
+            covered = int(history.read_meta_at_bytes(data).get("fresh_after_seq", 0) or 0)
+            # up to this turn: a batch (``record_turns``) wrote the later ones too
+            turns = history.fresh_turns(data)
+            counts[turn.session] = sum(_tokens(t) for t in turns if t.seq <= turn.seq)
+            seen[turn.session] = max(turn.seq, covered)
+        elif turn.seq > seen.get(turn.session, 0):  # not one a summary already covers
             counts[turn.session] += _tokens(turn)
+            seen[turn.session] = turn.seq
         if counts[turn.session] <= limit:
             return
 
@@ -446,7 +451,9 @@ class PromptBuilder:
                 "the extractive summary was written instead"
             )
 
-        self.compact_session(turn.session, summarizer=_Fallback(self._summarizer, fell_back))
+        done = self.compact_session(turn.session, summarizer=_Fallback(self._summarizer, fell_back))
+        # nothing after the summary counted yet: no need to read the transcript again
+        counts[turn.session], seen[turn.session] = 0, max(turn.seq, done.turns[1])
 
     def _summarizer(self) -> Summarizer:
         """The summarizer the settings name or hold (raises if it cannot be set up)."""

@@ -44,7 +44,7 @@ import functools
 import logging
 import threading
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -558,10 +558,11 @@ class Engine:
         if not self.read_only:  # (a read-only workspace reads past bad bytes, keeps them)
             quarantine_bytes(self.volume, original, data, reason)
 
-    def note_exchange(self, user: str, agent: str, session: str | None, at: datetime) -> WriteEvent:
-        """Append an exchange (already redacted) to the daily note (lock held):
-        the one code path of ``record_exchange`` and ``record_turn``."""
-        return self.append_note(notes.note_block(user, agent, at), session, at)
+    def note_exchanges(self, exchanges: Sequence[notes.Exchange]) -> builtins.list[WriteEvent]:
+        """Append exchanges (already redacted) to their daily notes, one fsync a
+        note (lock held): the one code path of ``record_exchange`` and ``record_turn(s)``."""
+        placed = notes.append_exchanges(self.workspace.volume, exchanges)
+        return [WriteEvent("note", "put", b, Source.USER, at, s) for b, at, s in placed]
 
     def append_note(self, block: str, session: str | None, at: datetime) -> WriteEvent:
         """Append a section (already redacted) to the daily note of ``at`` (lock

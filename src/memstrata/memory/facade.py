@@ -153,6 +153,7 @@ class Memory:
         self.get = self._facts.get
         self.list = self._facts.list
         self.record_turn = self.sessions.record_turn
+        self.record_turns = self.sessions.record_turns
 
     def _index_parts(self) -> tuple[Searcher, PromptBuilder]:
         """The searcher and the prompt builder, built on first use; one

@@ -43,17 +43,17 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ..context.tokens import EstimateCounter
-from ..errors import BackendUnavailable, InvalidInput, MemstrataError
-from ..index.chunks import Chunk, chunk_file, fact_chunks, layer_of, memory_md_lines
+from ..errors import BackendUnavailable, InvalidInput
+from ..index.chunks import Chunk, chunk_file, fact_chunks, layer_of
 from ..index.chunks import searchable_files as list_searchable
 from ..index.hybrid import Filters, Hit, Vectors, Weights, hybrid, vectors_in_ram
 from ..index.lexical import Lexical
 from ..index.protocol import Index as IndexProtocol
 from ..index.sqlite import FileState, Index, IndexCorrupt, Stale
 from ..index.why import Why
-from ..model import Item, WriteEvent, decoded_text, now, valid_text
+from ..model import Item, WriteEvent, now, valid_text
 from ..storage.layers import SEARCHABLE
-from ..storage.volume import Stat
+from .citations import FactLines
 from .engine import Engine
 from .queries import distinct, prompt_tail, session_list
 from .shared import GlobalMemory, interleaved
@@ -192,7 +192,7 @@ class Searcher:
                     lexical=state.lexical,
                     weights=weights or Weights(),
                     now=now(),
-                    line_of=lambda chunk: self._line_of(state, chunk),
+                    line_of=state.fact_lines.lines_of(self.engine),
                     why=why,
                 ),
                 k,
@@ -448,44 +448,6 @@ class Searcher:
         touched = dict.fromkeys(self.engine.fact_changes[state.facts_seen :])
         return list(touched), [items[key] for key in touched if key in items]
 
-    def _line_of(self, state: _SearchState, chunk: Chunk) -> tuple[int, int]:
-        """The chunk's lines; a fact's is its line in MEMORY.md on disk. A fact
-        written since the last checkpoint is on no line yet: MEMORY.md is then
-        rendered (``flush``, once for all such facts) so that it is cited at
-        the line it has, not ``[0, 0]``."""
-        if chunk.path != "MEMORY.md" or chunk.ref is None:
-            return chunk.line_start, chunk.line_end
-        line = self._md_lines(state).get(chunk.ref, 0)
-        if not line and self._render_memory_md(chunk.ref):
-            line = self._md_lines(state).get(chunk.ref, 0)
-        return line, line
-
-    def _md_lines(self, state: _SearchState) -> dict[str, int]:
-        volume = self.engine.workspace.volume
-        info = volume.stat("MEMORY.md")
-        if info is None:
-            return {}
-        if state.md_key != info:
-            data = volume.read("MEMORY.md")
-            if data is None:
-                return {}
-            state.md_lines = memory_md_lines(decoded_text(data))
-            state.md_key = info
-        return state.md_lines
-
-    def _render_memory_md(self, ref: str) -> bool:
-        """Render MEMORY.md now for item ``ref`` that the store holds and the
-        file does not yet (False: nothing to render, or it cannot be)."""
-        engine = self.engine
-        if engine.read_only or ref not in engine.store.items:
-            return False
-        try:
-            engine.flush()
-        except MemstrataError as exc:  # a full disk, a lock: the citation stays [0, 0]
-            log.debug("MEMORY.md not rendered for a citation: %s", exc)
-            return False
-        return True
-
     # -- embeddings ----------------------------------------------------------------
 
     def _embedder(self, state: _SearchState) -> Embedder | None:
@@ -591,8 +553,7 @@ class _SearchState:
         self.embedder: Embedder | None = None
         self.embedder_error: str | None = None
         self.embedder_name = "not loaded yet"
-        self.md_key: Stat | None = None
-        self.md_lines: dict[str, int] = {}
+        self.fact_lines = FactLines()  # MEMORY.md's line of each fact, for citations
 
 
 def _shift(chunk: Chunk, offset: int) -> Chunk:

@@ -16,13 +16,24 @@ files); each text becomes one line, shortened to ``limit`` characters with
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 from ..storage.volume import Volume
 
-__all__ = ["NOTE_TEXT_CHARS", "append_exchange", "note_block", "section", "shorten"]
+__all__ = [
+    "NOTE_TEXT_CHARS",
+    "Exchange",
+    "append_exchange",
+    "append_exchanges",
+    "note_block",
+    "section",
+    "shorten",
+]
 
 NOTE_TEXT_CHARS = 300
+# One exchange to note: (user, agent, session, at), texts already redacted.
+Exchange = tuple[str, str, "str | None", datetime]
 
 
 def shorten(text: str, limit: int = NOTE_TEXT_CHARS) -> str:
@@ -46,8 +57,29 @@ def note_block(user: str, agent: str, at: datetime, limit: int = NOTE_TEXT_CHARS
 def append_exchange(volume: Volume, block: str, at: datetime) -> str:
     """Append ``block`` to the daily note of ``at``'s local day (``memory/<day>.md``
     of ``volume``); returns its volume path."""
-    day = at.astimezone().date()
-    rel = f"memory/{day.isoformat()}.md"
-    header = f"# Daily Notes -- {day.isoformat()}\n\n"
-    volume.append(rel, block.encode(), header=header.encode())
-    return rel
+    return _append_blocks(volume, [(block, at)])[0]
+
+
+def append_exchanges(
+    volume: Volume, exchanges: Sequence[Exchange]
+) -> list[tuple[str, str, str | None]]:
+    """Each exchange's ``note_block`` appended to the daily note of its local
+    day, in order, with one append (one fsync) per note file; ``(block, path,
+    session)`` of each."""
+    blocks = [(note_block(user, agent, at), at) for user, agent, _, at in exchanges]
+    paths = _append_blocks(volume, blocks)
+    return [
+        (block, path, exchange[2])
+        for (block, _), path, exchange in zip(blocks, paths, exchanges, strict=True)
+    ]
+
+
+def _append_blocks(volume: Volume, blocks: Sequence[tuple[str, datetime]]) -> list[str]:
+    days = [at.astimezone().date().isoformat() for _, at in blocks]
+    grouped: dict[str, list[str]] = {}
+    for (block, _), day in zip(blocks, days, strict=True):
+        grouped.setdefault(day, []).append(block)
+    for day, group in grouped.items():
+        header = f"# Daily Notes -- {day}\n\n"
+        volume.append(f"memory/{day}.md", "".join(group).encode(), header=header.encode())
+    return [f"memory/{day}.md" for day in days]

@@ -53,10 +53,12 @@ __all__ = [
     "SessionInfo",
     "Turn",
     "append_turn",
+    "append_turns",
     "audit_events",
     "build_turn",
     "list_sessions",
     "read_audit",
+    "read_meta_at_bytes",
     "read_turns",
 ]
 
@@ -325,10 +327,19 @@ def append_turn(workspace: Workspace, turn: Turn) -> tuple[str, str]:
     """Append ``turn`` to its transcript and its events to the audit log, both
     durable before return; returns both (relative) paths. The caller holds the
     lock and took the seq from ``last_seq``."""
-    transcript = transcript_rel(turn.session)
-    audit = audit_rel(turn.session)
-    workspace.volume.append(audit, jsonl_lines(audit_events(turn)))
-    workspace.volume.append(transcript, jsonl_lines([turn.to_dict()]))
+    return append_turns(workspace, [turn])
+
+
+def append_turns(workspace: Workspace, turns: Sequence[Turn]) -> tuple[str, str]:
+    """``append_turn`` for consecutive turns of one session: the audit log's
+    lines in one append, then the transcript's in one (two fsyncs in all)."""
+    session = turns[0].session
+    if any(turn.session != session for turn in turns):
+        raise ValueError("append_turns takes the turns of one session")
+    transcript = transcript_rel(session)
+    audit = audit_rel(session)
+    workspace.volume.append(audit, jsonl_lines(e for turn in turns for e in audit_events(turn)))
+    workspace.volume.append(transcript, jsonl_lines(turn.to_dict() for turn in turns))
     return transcript, audit
 
 
@@ -391,6 +402,11 @@ def read_meta(workspace: Workspace, session: str) -> dict[str, Any]:
 def read_meta_at(volume: Volume, rel: str) -> dict[str, Any]:
     """The metadata record of the transcript file ``rel`` ({} if it has none)."""
     return _meta_of(volume.read(rel) or b"")
+
+
+def read_meta_at_bytes(data: bytes) -> dict[str, Any]:
+    """``read_meta_at`` of a transcript's bytes."""
+    return _meta_of(data)
 
 
 def _meta_of(data: bytes) -> dict[str, Any]:
