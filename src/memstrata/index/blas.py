@@ -1,4 +1,4 @@
-"""One BLAS thread for numpy (issue 16's search speed).
+"""One BLAS thread for the search's own products (issue 16's search speed).
 
 The vector pass (``Vectors.top``) is a matrix-vector product over the whole
 matrix (at 100k chunks, 26 MB of the PCA-reduced rows): memory-bound, and
@@ -10,62 +10,91 @@ spinning threads): in interleaved runs at load 11, the 100k vector pass took
 (docs/benchmarks.md). A product splits the rows, not the sums, so one thread
 gives the same floats.
 
-``one_thread()`` asks numpy's OpenBLAS for one thread, once per process
-(the first ``Vectors``), unless ``WANTED`` was set to None before (the
-library reads no environment variable: the entry points hand values in). A
-numpy without OpenBLAS, or one whose library cannot be found, is left alone.
-It is process-wide: an application that wants OpenBLAS's threads for its own
-numpy work sets ``memstrata.index.blas.WANTED = None`` before its first
-search, or sets the count itself after it (this runs once).
+``limited()`` is a context: inside it numpy's OpenBLAS uses ``WANTED``
+threads, and the count it had is put back when the last nested one leaves,
+so an application's own numpy work keeps its threads (a product it runs in
+another thread *during* a search gets ``WANTED`` too). ``WANTED = None``
+leaves OpenBLAS alone (the library reads no environment variable: the entry
+points hand values in). A numpy without OpenBLAS, or one whose library cannot
+be found, is left alone. The library's functions are looked up once.
 """
 
 from __future__ import annotations
 
 import ctypes
 import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
-__all__ = ["WANTED", "one_thread"]
+__all__ = ["WANTED", "limited"]
 
-WANTED: int | None = 1  # OpenBLAS threads to ask for; None: leave it as it is
+WANTED: int | None = 1  # OpenBLAS threads inside ``limited``; None: leave it as it is
 
-_DONE = threading.Event()
 _LOCK = threading.Lock()
-# OpenBLAS's setter under the names its builds export (numpy's wheels bundle
-# scipy-openblas, 64-bit integers, with the prefixed names first).
-_SETTERS = (
-    "scipy_openblas_set_num_threads64_",
-    "scipy_openblas_set_num_threads",
-    "openblas_set_num_threads64_",
-    "openblas_set_num_threads",
-)
+# OpenBLAS's getter and setter under the names its builds export (numpy's
+# wheels bundle scipy-openblas, 64-bit integers, with the prefixed names first).
+_PREFIXES = ("scipy_openblas_", "openblas_")
+_SUFFIXES = ("64_", "")
+_Calls = tuple[Callable[[], int], Callable[[int], None]]
+_calls: _Calls | None = None
+_looked_up = False
+_depth = 0
+_saved = 0
 
 
-def one_thread() -> bool:
-    """Ask numpy's OpenBLAS for one thread (see the module); whether it was."""
-    if _DONE.is_set():
-        return False
+@contextmanager
+def limited() -> Iterator[None]:
+    """numpy's OpenBLAS at ``WANTED`` threads inside (see the module)."""
+    global _depth, _saved
+    calls = _functions()
+    wanted = WANTED
+    if calls is None or wanted is None:
+        yield
+        return
+    get, put = calls
     with _LOCK:
-        if _DONE.is_set():
-            return False
-        _DONE.set()
-        wanted = WANTED
-        if wanted is None:
-            return False
-        import numpy  # noqa: F401 - loads its OpenBLAS
+        if _depth == 0:
+            _saved = get()
+            if _saved != wanted:
+                put(wanted)
+        _depth += 1
+    try:
+        yield
+    finally:
+        with _LOCK:
+            _depth -= 1
+            if _depth == 0 and _saved != wanted:
+                put(_saved)
 
-        for library in _loaded_openblas():
-            try:
-                handle = ctypes.CDLL(library)
-            except OSError:
-                continue
-            for name in _SETTERS:
-                setter = getattr(handle, name, None)
-                if setter is not None:
-                    setter.argtypes = [ctypes.c_int]
-                    setter.restype = None
-                    setter(wanted)
-                    return True
-        return False
+
+def _functions() -> _Calls | None:
+    """OpenBLAS's thread-count getter and setter, looked up once."""
+    global _calls, _looked_up
+    if not _looked_up:
+        with _LOCK:
+            if not _looked_up:
+                _calls = _lookup()
+                _looked_up = True
+    return _calls
+
+
+def _lookup() -> _Calls | None:
+    import numpy  # noqa: F401 - loads its OpenBLAS
+
+    for library in _loaded_openblas():
+        try:
+            handle = ctypes.CDLL(library)
+        except OSError:
+            continue
+        for prefix in _PREFIXES:
+            for suffix in _SUFFIXES:
+                get = getattr(handle, f"{prefix}get_num_threads{suffix}", None)
+                put = getattr(handle, f"{prefix}set_num_threads{suffix}", None)
+                if get is not None and put is not None:
+                    get.argtypes, get.restype = [], ctypes.c_int
+                    put.argtypes, put.restype = [ctypes.c_int], None
+                    return get, put
+    return None
 
 
 def _loaded_openblas() -> list[str]:

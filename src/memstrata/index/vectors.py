@@ -47,7 +47,6 @@ class Vectors:
     """
 
     def __init__(self) -> None:
-        blas.one_thread()  # (see index.blas)
         self._lock = threading.Lock()
         self._matrix: np.ndarray | None = None
         self._ids: np.ndarray | None = None  # row -> chunk id (-1: blank)
@@ -154,7 +153,8 @@ class Vectors:
         with self._lock:
             with index.lock:
                 self._catch_up(index, query.shape[0])
-            return self._top(query, limit)
+            with blas.limited():  # (see index.blas)
+                return self._top(query, limit)
 
     def _top(self, query: np.ndarray, limit: int) -> list[tuple[int, float]]:
         import numpy as np
