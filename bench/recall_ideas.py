@@ -42,28 +42,28 @@ from typing import Any
 import numpy as np
 
 from memstrata.benchmarks import locomo, locomo_cv
-from memstrata.benchmarks.locomo import DEFAULT_KS, OVERALL_CATEGORIES, session_hit
+from memstrata.benchmarks.locomo import DEFAULT_KS, session_hit
 from memstrata.benchmarks.unrelated import UNRELATED
 from memstrata.index import hybrid as hybrid_module
 from memstrata.index.hybrid import Weights
 from memstrata.index.lexical import BM25, document_terms, query_tokens
 from memstrata.memory import Memory
-
 from temporal import expand_dates  # noqa: E402  (bench/temporal.py)
 
 OFF = Weights(floor_lexical=0.0, floor_vector=0.0, floor_lexical_alone=0.0)
 
 # --- ingest variants -----------------------------------------------------------------
 
-_STOP = set(
-    """a an the and or but if of to in on at by for with from as into about over after before is
-are was were be been being am do does did have has had will would can could may might must i me my
-we us our you your he him his she her it its they them their this that these those what which who
-whom whose when where why how not no so too very just also really oh wow yeah yes hey hi thanks
-thank great good cool awesome nice love glad sounds sure totally definitely amazing lot much
-something anything everything things thing like get got going go gonna know think feel make made
-see saw one all some any more most other been there here then than now well way time""".split()
-)
+_STOP_TEXT = """
+a an the and or but if of to in on at by for with from as into about over after before is are
+was were be been being am do does did have has had will would can could may might must i me my
+we us our you your he him his she her it its they them their this that these those what which
+who whom whose when where why how not no so too very just also really oh wow yeah yes hey hi
+thanks thank great good cool awesome nice love glad sounds sure totally definitely amazing lot
+much something anything everything things thing like get got going go gonna know think feel
+make made see saw one all some any more most other been there here then than now well way time
+"""
+_STOP = frozenset(_STOP_TEXT.split())
 _WORDS = re.compile(r"[A-Za-z][A-Za-z'-]+")
 
 
@@ -116,7 +116,9 @@ def record(memory: Memory, conversation: locomo.Conversation, extra: dict[str, s
     dia_of: dict[str, str] = {}
     for session in conversation.sessions:
         for offset, turn in enumerate(session.turns):
-            text = turn.text if not turn.caption else f"{turn.text} [shares a photo: {turn.caption}]"
+            text = (
+                turn.text if not turn.caption else f"{turn.text} [shares a photo: {turn.caption}]"
+            )
             if turn.dia_id in extra:
                 text = f"{text} ({extra[turn.dia_id]})"
             recorded = memory.record_turn(
@@ -218,7 +220,10 @@ def build_extra(
         bm.add(n, document_terms(" ".join(parts)))
         keys[n] = session
     skip = {s.lower() for s in speakers} | {w.lower() for w in _STOP} | {"i'm"}
-    ents = {cid: entities_of(text.partition(": ")[2], skip) for cid, text in zip(cids, texts, strict=True)}
+    ents = {
+        cid: entities_of(text.partition(": ")[2], skip)
+        for cid, text in zip(cids, texts, strict=True)
+    }
     df: Counter = Counter()
     for e in ents.values():
         df.update(e)
@@ -429,7 +434,9 @@ def nested(
         )
         floor = locomo_cv.choose(train(best))
         seen = locomo_cv.figures([table[best][held]], floor)
-        folds.append({"held": table[best][held].sample_id, "key": list(best), "floor": floor, **seen})
+        folds.append(
+            {"held": table[best][held].sample_id, "key": list(best), "floor": floor, **seen}
+        )
         held_rows.append(table[best][held])
     figs = [k for k in folds[0] if k.startswith(("recall", "session", "false"))]
     return {
@@ -459,13 +466,20 @@ def main() -> None:
         costs: list[dict[str, float]] = []
         for conversation in conversations:
             extra = (
-                {} if ingest == "plain" else extras(conversation, ingest, raws[conversation.sample_id])
+                {}
+                if ingest == "plain"
+                else extras(conversation, ingest, raws[conversation.sample_id])
             )
             seen, cost = observe(conversation, extra, args.search, args.embedder)
             for key, value in seen.items():
                 table[key].append(value)
             costs.append(cost)
-            print(ingest, conversation.sample_id, {k: round(v, 2) for k, v in cost.items()}, flush=True)
+            print(
+                ingest,
+                conversation.sample_id,
+                {k: round(v, 2) for k, v in cost.items()},
+                flush=True,
+            )
         cost_mean = {k: round(sum(c[k] for c in costs) / len(costs), 3) for k in costs[0]}
         for variant in args.search:
             keys = [(variant, w) for w in GRIDS[variant]]
@@ -482,7 +496,16 @@ def main() -> None:
             cv = result["nested_cv"]["cross_validated"]
             print(name, cv, result["nested_cv"]["held_out_recall@10_by_category"], flush=True)
             for w, f in fixed.items():
-                print("   w", w, f["recall@5"], f["recall@10"], f["session_recall@5"], f["by_category@10"])
+                print(
+                    "   w",
+                    w,
+                    f["recall@5"],
+                    f["recall@10"],
+                    f["session_recall@5"],
+                    f["by_category@10"],
+                )
+            if args.json:
+                args.json.write_text(json.dumps(report, indent=1) + "\n")
     if args.json:
         args.json.write_text(json.dumps(report, indent=1) + "\n")
 

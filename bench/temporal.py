@@ -6,12 +6,28 @@ from __future__ import annotations
 import re
 from datetime import date, timedelta
 
-MONTHS = (
+_MONTH_TEXT = (
     "January February March April May June July August September October November December"
-).split()
-WEEKDAYS = "monday tuesday wednesday thursday friday saturday sunday".split()
-_NUM = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
-        "seven": 7, "eight": 8, "nine": 9, "ten": 10, "few": 3, "couple": 2, "several": 3}
+)
+MONTHS = _MONTH_TEXT.split()
+WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+_NUM = {
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "few": 3,
+    "couple": 2,
+    "several": 3,
+}
 
 
 def _day(d: date) -> list[str]:
@@ -84,8 +100,10 @@ def _weekday(m, d):  # type: ignore[no-untyped-def]
     return _day(d - timedelta(days=back))
 
 
-@rule(r"\b(\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|few|couple|several)"
-      r"(?: of)? (day|week|month|year)s? ago\b")
+@rule(
+    r"\b(\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|few|couple|several)"
+    r"(?: of)? (day|week|month|year)s? ago\b"
+)
 def _ago(m, d):  # type: ignore[no-untyped-def]
     n = int(m[1]) if m[1].isdigit() else _NUM[m[1].lower()]
     unit = m[2].lower()

@@ -58,7 +58,8 @@ def main() -> None:
         n = len(per_conv)
         print(
             name,
-            f"recall@5 {sum(p[0] for p in per_conv) / n:.4f} @10 {sum(p[1] for p in per_conv) / n:.4f}",
+            f"recall@5 {sum(p[0] for p in per_conv) / n:.4f}",
+            f"@10 {sum(p[1] for p in per_conv) / n:.4f}",
             {c: round(sum(v) / len(v), 4) for c, v in sorted(cats.items())},
             f"{took:.1f}s",
             flush=True,
