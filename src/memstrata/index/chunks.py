@@ -38,6 +38,7 @@ from ..model import Item, parse_time_or_none
 from ..storage.layers import LAYERS, layer_of
 from ..storage.volume import Stat
 from ..storage.workspace import Workspace
+from .relative_dates import resolved_dates
 
 __all__ = [
     "MAX_CHUNK_CHARS",
@@ -77,7 +78,12 @@ class Chunk:
     @property
     def body(self) -> str:
         """What BM25 and the embedder read: the title (context) and the text; a
-        transcript message as ``Speaker: text``."""
+        transcript message as ``Speaker: text (dates)``, its relative time
+        words resolved (``relative_dates``)."""
+        if self.layer == "transcripts" and self.created_at is not None:
+            dates = resolved_dates(self.text, self.created_at.date())
+            text = f"{self.text} ({' '.join(dates)})" if dates else self.text
+            return f"{self.title}: {text}" if self.title else text
         if not self.title:
             return self.text
         return (
