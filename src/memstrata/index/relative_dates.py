@@ -63,15 +63,15 @@ def _month(day: date, shift: int = 0) -> str:
 
 
 def _weekday(match: re.Match[str], day: date) -> str:
-    target = _WEEKDAYS.index(match[2].lower())
-    if match[1].lower() == "next":
+    target = _WEEKDAYS.index(match[2])
+    if match[1] == "next":
         return _day(day + timedelta(days=(target - day.weekday()) % 7 or 7))
     return _day(day - timedelta(days=(day.weekday() - target) % 7 or 7))
 
 
 def _ago(match: re.Match[str], day: date) -> str:
-    count = int(match[1]) if match[1].isdigit() else _COUNTS[match[1].lower()]
-    unit = match[2].lower()
+    count = int(match[1]) if match[1].isdigit() else _COUNTS[match[1]]
+    unit = match[2]
     if unit == "day":
         return _day(day - timedelta(days=count))
     if unit == "week":
@@ -82,37 +82,38 @@ def _ago(match: re.Match[str], day: date) -> str:
 
 
 _RULES: tuple[tuple[re.Pattern[str], Callable[[re.Match[str], date], str]], ...] = (
-    (re.compile(r"\byesterday\b|\blast night\b", re.I), lambda m, d: _day(d - timedelta(days=1))),
+    (re.compile(r"\byesterday\b|\blast night\b"), lambda m, d: _day(d - timedelta(days=1))),
     (
-        re.compile(r"\b(?:today|tonight|this (?:morning|afternoon|evening))\b", re.I),
+        re.compile(r"\b(?:today|tonight|this (?:morning|afternoon|evening))\b"),
         lambda m, d: _day(d),
     ),
-    (re.compile(r"\btomorrow\b", re.I), lambda m, d: _day(d + timedelta(days=1))),
+    (re.compile(r"\btomorrow\b"), lambda m, d: _day(d + timedelta(days=1))),
     (
-        re.compile(r"\b(last|next|this) (?:week|weekend)\b", re.I),
-        lambda m, d: _month(d + timedelta(days=7 * _SHIFT[m[1].lower()])),
+        re.compile(r"\b(last|next|this) (?:week|weekend)\b"),
+        lambda m, d: _month(d + timedelta(days=7 * _SHIFT[m[1]])),
     ),
     (
-        re.compile(r"\b(last|next|this) month\b", re.I),
-        lambda m, d: _month(d, _SHIFT[m[1].lower()]),
+        re.compile(r"\b(last|next|this) month\b"),
+        lambda m, d: _month(d, _SHIFT[m[1]]),
     ),
     (
-        re.compile(r"\b(last|next|this) year\b", re.I),
-        lambda m, d: str(d.year + _SHIFT[m[1].lower()]),
+        re.compile(r"\b(last|next|this) year\b"),
+        lambda m, d: str(d.year + _SHIFT[m[1]]),
     ),
-    (re.compile(rf"\b(last|this|next|on) ({'|'.join(_WEEKDAYS)})\b", re.I), _weekday),
+    (re.compile(rf"\b(last|this|next|on) ({'|'.join(_WEEKDAYS)})\b"), _weekday),
     (
         re.compile(
             rf"\b(\d+|{'|'.join(_COUNTS)})(?: of)? (day|week|month|year)s? ago\b",
-            re.I,
         ),
         _ago,
     ),
 )
+# Any rule's trigger, as a substring of the lower-cased text: one cheap scan
+# (no IGNORECASE, no word bounds) before the rules themselves.
 _ANY = re.compile(
-    r"yesterday|last night|today|tonight|this (?:morning|afternoon|evening)|tomorrow"
-    r"|(?:last|next|this) (?:week|month|year)|\bago\b|" + "|".join(_WEEKDAYS),
-    re.I,
+    "|".join(
+        ("yesterday", "last", "next", "this", "today", "tonight", "tomorrow", "ago", *_WEEKDAYS)
+    )
 )
 
 
@@ -120,7 +121,8 @@ def resolved_dates(text: str, day: date) -> list[str]:
     """The dates the relative time words of ``text`` name when said on
     ``day`` ("7 May 2023", "May 2023", "2022"), each once, in rule order; a
     resolved day is followed by its month."""
-    if not _ANY.search(text):  # most turns: one scan, nothing to resolve
+    text = text.lower()  # the rules are lower-case (IGNORECASE is ~20x slower)
+    if not _ANY.search(text):  # most turns: nothing to resolve
         return []
     found: dict[str, None] = {}
     for pattern, resolve in _RULES:
