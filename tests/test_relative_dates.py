@@ -38,15 +38,16 @@ def test_resolves_relative_time_words(text: str, expected: list[str]) -> None:
     assert resolved_dates(text, MONDAY) == expected
 
 
-def test_the_body_of_a_turn_holds_its_dates_and_its_text_does_not() -> None:
+def test_the_words_of_a_turn_hold_its_dates_and_its_text_and_body_do_not() -> None:
     said = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
     turn = Chunk("sessions/s.jsonl", "transcripts", 1, 1, "I went yesterday", "Ann", "s", said)
-    assert turn.body == "Ann: I went yesterday (7 May 2023 May 2023)"
+    assert turn.words == "Ann: I went yesterday (7 May 2023 May 2023)"
     assert turn.text == "I went yesterday"
+    assert turn.body == "Ann: I went yesterday"  # what the embedder reads
     fact = Chunk("MEMORY.md", "long_term", 1, 1, "I went yesterday", "", created_at=said)
-    assert fact.body == "I went yesterday"  # only what was said in a conversation
+    assert fact.words == "I went yesterday"  # only what was said in a conversation
     undated = Chunk("sessions/s.jsonl", "transcripts", 1, 1, "I went yesterday", "Ann", "s")
-    assert undated.body == "Ann: I went yesterday"
+    assert undated.words == "Ann: I went yesterday"
 
 
 def test_a_question_naming_the_day_finds_the_turn_that_said_yesterday(tmp_path: Path) -> None:

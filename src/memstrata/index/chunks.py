@@ -77,13 +77,8 @@ class Chunk:
 
     @property
     def body(self) -> str:
-        """What BM25 and the embedder read: the title (context) and the text; a
-        transcript message as ``Speaker: text (dates)``, its relative time
-        words resolved (``relative_dates``)."""
-        if self.layer == "transcripts" and self.created_at is not None:
-            dates = resolved_dates(self.text, self.created_at.date())
-            text = f"{self.text} ({' '.join(dates)})" if dates else self.text
-            return f"{self.title}: {text}" if self.title else text
+        """What the embedder reads: the title (context) and the text; a
+        transcript message as ``Speaker: text``."""
         if not self.title:
             return self.text
         return (
@@ -91,6 +86,18 @@ class Chunk:
             if self.layer == "transcripts"
             else f"{self.title}\n{self.text}"
         )
+
+    @property
+    def words(self) -> str:
+        """What BM25 reads: ``body``, and for a transcript message the dates
+        its relative time words name (``relative_dates``: "yesterday" said
+        on 8 May 2023 adds "7 May 2023 May 2023"). Not the embedder's: a
+        static table's mean of token rows was diluted by them (docs/search.md)."""
+        if self.layer == "transcripts" and self.created_at is not None:
+            dates = resolved_dates(self.text, self.created_at.date())
+            if dates:
+                return f"{self.body} ({' '.join(dates)})"
+        return self.body
 
 
 def searchable_files(workspace: Workspace) -> list[tuple[str, Stat]]:

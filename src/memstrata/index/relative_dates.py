@@ -2,8 +2,8 @@
 said, as words indexed beside it (issue 16): "I went to the support group
 yesterday", said on 8 May 2023, is also found as "7 May 2023" and "May 2023"
 ("last week" and "next month" give a month, "last year" a year). The turn's
-text and snippet are unchanged; only what BM25 and the embedder read
-(``Chunk.body``) gains them.
+text, snippet and vector are unchanged; only what BM25 reads
+(``Chunk.words``) gains them.
 
 English only; the day is the turn's ``created_at`` in UTC (a turn written
 late at night in a zone far from UTC may resolve one day off). Each rule is a
