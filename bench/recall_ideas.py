@@ -16,6 +16,11 @@ recall@10 (then @5) on the other four, then the relevance floor chosen on the
 four with that weight (``locomo_cv.choose``), both measured on the fifth.
 Weight 0 of every search variant is the baseline of its ingest variant.
 
+Since relative dates are resolved in ``Chunk.body`` (2026-11-28), every ingest
+variant includes them; the figures in docs/search.md for "plain", "dates",
+"referents" and "imgquery" were measured before, on the tree of commit
+e04c006 (``dates`` then appended them to the recorded text).
+
 Run::
 
     nice .venv/bin/python bench/recall_ideas.py --data ../shared/data/locomo/locomo_dev.json \\
