@@ -38,6 +38,7 @@ from ..model import Item, parse_time_or_none
 from ..storage.layers import LAYERS, layer_of
 from ..storage.volume import Stat
 from ..storage.workspace import Workspace
+from .relative_dates import resolved_dates
 
 __all__ = [
     "MAX_CHUNK_CHARS",
@@ -76,7 +77,7 @@ class Chunk:
 
     @property
     def body(self) -> str:
-        """What BM25 and the embedder read: the title (context) and the text; a
+        """What the embedder reads: the title (context) and the text; a
         transcript message as ``Speaker: text``."""
         if not self.title:
             return self.text
@@ -85,6 +86,18 @@ class Chunk:
             if self.layer == "transcripts"
             else f"{self.title}\n{self.text}"
         )
+
+    @property
+    def words(self) -> str:
+        """What BM25 reads: ``body``, and for a transcript message the dates
+        its relative time words name (``relative_dates``: "yesterday" said
+        on 8 May 2023 adds "7 May 2023 May 2023"). Not the embedder's: a
+        static table's mean of token rows was diluted by them (docs/search.md)."""
+        if self.layer == "transcripts" and self.created_at is not None:
+            dates = resolved_dates(self.text, self.created_at.date())
+            if dates:
+                return f"{self.body} ({' '.join(dates)})"
+        return self.body
 
 
 def searchable_files(workspace: Workspace) -> list[tuple[str, Stat]]:

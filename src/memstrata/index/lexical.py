@@ -371,7 +371,7 @@ class Lexical:
             if op > 0:
                 chunk = index.chunks.get(cid)
                 if chunk is not None and cid not in bm25:
-                    bm25.add(cid, document_terms(chunk.body))
+                    bm25.add(cid, document_terms(chunk.words))
             else:
                 bm25.remove(cid)
         self._seen += len(changes)
@@ -382,4 +382,4 @@ class Lexical:
         self._bm25.clear()
         self._seen = len(index.chunk_log)
         for cid, chunk in list(index.chunks.items()):
-            self._bm25.add(cid, document_terms(chunk.body))
+            self._bm25.add(cid, document_terms(chunk.words))

@@ -122,7 +122,7 @@ def relevance(
     share = 0.0
     if words:
         if here:
-            held = set(document_terms(chunks[words[0][0]].body))
+            held = set(document_terms(chunks[words[0][0]].words))
             share = lexical.coverage(stems, held, BACKGROUND)
         else:
             share = 1.0
