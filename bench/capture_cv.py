@@ -6,11 +6,15 @@ remember). Two cross-validations, each fold training the scorer with
 ``bench/train_capture.py``'s ``train`` on the other groups only:
 
 * **by author**: hold out ``blind``, ``template``, ``hand``, ``probe``, ``fresh``,
-  ``paraphrase``, ``recheck``, ``recheck2`` or ``unseen``; train on the
+  ``paraphrase``, ``recheck`` or ``recheck2``; train on the
   rest (``original`` included). ``original`` — the messages the rules were
   written from — is never a test group. The per-language table pools the
-  three held-out folds: every message is predicted by a model that never saw
+  held-out folds: every message is predicted by a model that never saw
   its author's messages.
+
+``unseen/`` (``train_capture.TEST_ONLY``) is in neither cross-validation: it
+is the held-out test set, never trained on and never a fold here; measure it
+with ``bench/capture_author.py --folder unseen``.
 * **by language**: hold out one language (train on the other three, all
   authors); test on its messages not in ``original``.
 

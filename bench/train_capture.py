@@ -17,8 +17,12 @@ round of issue 17) and ``paraphrase`` (``paraphrase/``, natively written
 paraphrases and hard negatives, committed before the rules that cover them) and
 ``recheck`` (``recheck/``, written after the round-2 rules, measured once, then
 tuned on) and ``recheck2`` (``recheck2/``, written after the last round-2 rule
-change and never tuned on) and ``unseen`` (``unseen/``, written blind by someone
-who never saw the rules; the shipped scorer was trained before it was added).
+change and never tuned on).
+
+``unseen/`` (written blind by someone who never saw the rules) is the
+held-out test set of issue 17 and is **never** trained on: it is not in
+``FOLDERS`` but in ``TEST_ONLY``, and ``load_corpus`` refuses it. Measure it
+with ``bench/capture_author.py --folder unseen`` only.
 
 Run::
 
@@ -53,8 +57,9 @@ FOLDERS = {
     "paraphrase": CORPUS / "paraphrase",
     "recheck": CORPUS / "recheck",
     "recheck2": CORPUS / "recheck2",
-    "unseen": CORPUS / "unseen",
 }
+# held-out test folders: never in FOLDERS, never trained on
+TEST_ONLY = ("unseen",)
 MIN_COUNT = 2
 STEPS = 300
 RATE = 0.05
@@ -63,6 +68,9 @@ L2 = 1e-4
 
 def load_corpus() -> list[dict[str, Any]]:
     """Every labelled message, with ``lang``, ``author`` and the rules' ``hits``."""
+    for author, folder in FOLDERS.items():
+        if author in TEST_ONLY or folder.name in TEST_ONLY:
+            raise ValueError(f"{folder} is a held-out test folder, never trained on")
     messages = []
     for author, folder in FOLDERS.items():
         for lang in LANGUAGES:
