@@ -256,6 +256,7 @@ GROWN = [
     ("recheck", "recheck"),
     ("recheck2", "recheck2"),
     ("unseen", "unseen"),
+    ("native", "native"),
 ]
 
 
