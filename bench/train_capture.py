@@ -17,7 +17,8 @@ round of issue 17) and ``paraphrase`` (``paraphrase/``, natively written
 paraphrases and hard negatives, committed before the rules that cover them) and
 ``recheck`` (``recheck/``, written after the round-2 rules, measured once, then
 tuned on) and ``recheck2`` (``recheck2/``, written after the last round-2 rule
-change and never tuned on).
+change and never tuned on) and ``native`` (``native/``, written by hand from
+the guide before measuring the rules on it, measured once, then trained on).
 
 ``unseen/`` (written blind by someone who never saw the rules) is the
 held-out test set of issue 17 and is **never** trained on: it is not in
@@ -57,6 +58,7 @@ FOLDERS = {
     "paraphrase": CORPUS / "paraphrase",
     "recheck": CORPUS / "recheck",
     "recheck2": CORPUS / "recheck2",
+    "native": CORPUS / "native",
 }
 # held-out test folders: never in FOLDERS, never trained on
 TEST_ONLY = ("unseen",)
