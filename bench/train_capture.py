@@ -17,8 +17,13 @@ round of issue 17) and ``paraphrase`` (``paraphrase/``, natively written
 paraphrases and hard negatives, committed before the rules that cover them) and
 ``recheck`` (``recheck/``, written after the round-2 rules, measured once, then
 tuned on) and ``recheck2`` (``recheck2/``, written after the last round-2 rule
-change and never tuned on) and ``unseen`` (``unseen/``, written blind by someone
-who never saw the rules; the shipped scorer was trained before it was added).
+change and never tuned on) and ``native`` (``native/``, written by hand from
+the guide before measuring the rules on it, measured once, then trained on).
+
+``unseen/`` (written blind by someone who never saw the rules) is the
+held-out test set of issue 17 and is **never** trained on: it is not in
+``FOLDERS`` but in ``TEST_ONLY``, and ``load_corpus`` refuses it. Measure it
+with ``bench/capture_author.py --folder unseen`` only.
 
 Run::
 
@@ -37,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from memstrata.capture.scan import scan
-from memstrata.capture.scorer import DURABLE, RULE_CATEGORIES, THRESHOLD, dump_model, features
+from memstrata.capture.scorer import DURABLE, RULE_CATEGORIES, dump_model, features
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "data" / "capture"
@@ -53,16 +58,28 @@ FOLDERS = {
     "paraphrase": CORPUS / "paraphrase",
     "recheck": CORPUS / "recheck",
     "recheck2": CORPUS / "recheck2",
-    "unseen": CORPUS / "unseen",
+    "native": CORPUS / "native",
 }
+# held-out test folders: never in FOLDERS, never trained on
+TEST_ONLY = ("unseen",)
 MIN_COUNT = 2
 STEPS = 300
 RATE = 0.05
 L2 = 1e-4
+# positives weigh twice in the loss and the cut is 0.6 (written into scorer.bin's
+# header; scorer.THRESHOLD, 0.5, is only the loader's fallback): chosen on
+# 2026-11-28 by capture_cv held out by author: of twelve tries, the two that
+# raised both precision and recall were (2, 0.6) and (2, 0.65); (2, 0.6) raised
+# recall more (0.949 / 0.782 -> 0.949 / 0.790; docs/capture.md)
+POSITIVE_WEIGHT = 2.0
+CUT = 0.6
 
 
 def load_corpus() -> list[dict[str, Any]]:
     """Every labelled message, with ``lang``, ``author`` and the rules' ``hits``."""
+    for author, folder in FOLDERS.items():
+        if author in TEST_ONLY or folder.name in TEST_ONLY:
+            raise ValueError(f"{folder} is a held-out test folder, never trained on")
     messages = []
     for author, folder in FOLDERS.items():
         for lang in LANGUAGES:
@@ -82,7 +99,7 @@ class Trained:
     weights: np.ndarray
     rules: np.ndarray
     bias: np.ndarray
-    threshold: float = THRESHOLD
+    threshold: float = CUT
 
 
 def _design(messages: list[dict[str, Any]], names: list[str]) -> np.ndarray:
@@ -105,8 +122,8 @@ def train(
     min_count: int = MIN_COUNT,
     l2: float = L2,
     steps: int = STEPS,
-    threshold: float = THRESHOLD,
-    positive_weight: float = 1.0,
+    threshold: float = CUT,
+    positive_weight: float = POSITIVE_WEIGHT,
 ) -> Trained:
     """Weights fitted on ``messages`` (deterministic)."""
     counts = Counter(name for m in messages for name in set(features(m["text"])))

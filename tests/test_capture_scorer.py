@@ -256,6 +256,7 @@ GROWN = [
     ("recheck", "recheck"),
     ("recheck2", "recheck2"),
     ("unseen", "unseen"),
+    ("native", "native"),
 ]
 
 
@@ -288,3 +289,15 @@ def test_training_is_deterministic() -> None:
     assert first.names == second.names
     assert np.array_equal(first.weights, second.weights)
     assert np.array_equal(first.bias, second.bias)
+
+
+def test_the_held_out_folder_is_never_trained_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    trainer = bench("train_capture")
+    assert "unseen" in trainer.TEST_ONLY
+    assert all(
+        author not in trainer.TEST_ONLY and folder.name not in trainer.TEST_ONLY
+        for author, folder in trainer.FOLDERS.items()
+    )
+    monkeypatch.setitem(trainer.FOLDERS, "unseen", CORPUS / "unseen")
+    with pytest.raises(ValueError, match="held-out"):
+        trainer.load_corpus()
