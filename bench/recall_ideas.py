@@ -16,10 +16,12 @@ recall@10 (then @5) on the other four, then the relevance floor chosen on the
 four with that weight (``locomo_cv.choose``), both measured on the fifth.
 Weight 0 of every search variant is the baseline of its ingest variant.
 
-Since relative dates are resolved in ``Chunk.body`` (2026-11-28), every ingest
-variant includes them; the figures in docs/search.md for "plain", "dates",
-"referents" and "imgquery" were measured before, on the tree of commit
-e04c006 (``dates`` then appended them to the recorded text).
+Since relative dates are resolved in what BM25 reads (``Chunk.words``,
+2026-11-28), every ingest variant includes them there; the figures in
+docs/search.md for "plain", "dates", "referents" and "imgquery" were measured
+before, on the tree of commit e04c006 (``dates`` then appended them to the
+recorded text, with the prototype of ``index.relative_dates``, which gives
+the same words on every LoCoMo turn and is what ``dates`` appends now).
 
 Run::
 
@@ -52,8 +54,8 @@ from memstrata.benchmarks.unrelated import UNRELATED
 from memstrata.index import hybrid as hybrid_module
 from memstrata.index.hybrid import Weights
 from memstrata.index.lexical import BM25, document_terms, query_tokens
+from memstrata.index.relative_dates import resolved_dates as expand_dates
 from memstrata.memory import Memory
-from temporal import expand_dates  # noqa: E402  (bench/temporal.py)
 
 OFF = Weights(floor_lexical=0.0, floor_vector=0.0, floor_lexical_alone=0.0)
 
