@@ -46,14 +46,16 @@ from array import array
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
+from .referents import refers, salient
 from .text import index_text, query_terms
 
 if TYPE_CHECKING:
     import numpy as np
 
+    from .chunks import Chunk
     from .protocol import Index
 
-__all__ = ["BM25", "Lexical", "document_terms", "query_tokens", "stemmed"]
+__all__ = ["BM25", "Lexical", "bm25_text", "document_terms", "query_tokens", "stemmed"]
 
 # Runs of letters and digits: combining marks (Indic vowel signs, Hebrew
 # points) separate tokens here as they do in unicode61.
@@ -371,7 +373,7 @@ class Lexical:
             if op > 0:
                 chunk = index.chunks.get(cid)
                 if chunk is not None and cid not in bm25:
-                    bm25.add(cid, document_terms(chunk.words))
+                    bm25.add(cid, document_terms(bm25_text(index, cid, chunk)))
             else:
                 bm25.remove(cid)
         self._seen += len(changes)
@@ -382,4 +384,21 @@ class Lexical:
         self._bm25.clear()
         self._seen = len(index.chunk_log)
         for cid, chunk in list(index.chunks.items()):
-            self._bm25.add(cid, document_terms(chunk.words))
+            self._bm25.add(cid, document_terms(bm25_text(index, cid, chunk)))
+
+
+def bm25_text(index: Index, cid: int, chunk: Chunk) -> str:
+    """What BM25 reads of a chunk: ``Chunk.words``, and for a transcript
+    message that refers back, the content words of the message before it
+    (``referents``)."""
+    words = chunk.words
+    if chunk.layer != "transcripts" or not refers(chunk.text):
+        return words
+    before = index.neighbours(cid)
+    if not before:
+        return words
+    previous = index.chunks.get(before[0])
+    if previous is None or previous.line_start >= chunk.line_start:
+        return words
+    extra = salient(previous.text)
+    return f"{words} ({' '.join(extra)})" if extra else words

@@ -17,7 +17,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 
 from .chunks import Chunk
-from .lexical import Lexical, document_terms
+from .lexical import Lexical, bm25_text, document_terms
 from .protocol import Index
 
 __all__ = [
@@ -122,7 +122,8 @@ def relevance(
     share = 0.0
     if words:
         if here:
-            held = set(document_terms(chunks[words[0][0]].words))
+            first = words[0][0]
+            held = set(document_terms(bm25_text(index, first, chunks[first])))
             share = lexical.coverage(stems, held, BACKGROUND)
         else:
             share = 1.0
