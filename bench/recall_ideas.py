@@ -54,34 +54,13 @@ from memstrata.benchmarks.unrelated import UNRELATED
 from memstrata.index import hybrid as hybrid_module
 from memstrata.index.hybrid import Weights
 from memstrata.index.lexical import BM25, document_terms, query_tokens
+from memstrata.index.referents import STOPWORDS, refers, salient
 from memstrata.index.relative_dates import resolved_dates as expand_dates
 from memstrata.memory import Memory
 
 OFF = Weights(floor_lexical=0.0, floor_vector=0.0, floor_lexical_alone=0.0)
 
 # --- ingest variants -----------------------------------------------------------------
-
-_STOP_TEXT = """
-a an the and or but if of to in on at by for with from as into about over after before is are
-was were be been being am do does did have has had will would can could may might must i me my
-we us our you your he him his she her it its they them their this that these those what which
-who whom whose when where why how not no so too very just also really oh wow yeah yes hey hi
-thanks thank great good cool awesome nice love glad sounds sure totally definitely amazing lot
-much something anything everything things thing like get got going go gonna know think feel
-make made see saw one all some any more most other been there here then than now well way time
-"""
-_STOP = frozenset(_STOP_TEXT.split())
-_WORDS = re.compile(r"[A-Za-z][A-Za-z'-]+")
-
-
-def salient(text: str, limit: int = 6) -> list[str]:
-    """Content words of ``text`` (no function/chat words), longest first."""
-    words = [w for w in _WORDS.findall(text) if w.lower() not in _STOP and len(w) > 3]
-    seen = list(dict.fromkeys(words))
-    return sorted(seen, key=len, reverse=True)[:limit]
-
-
-_REFERS = re.compile(r"\b(it|that|this|there|those|these|them|they)\b", re.I)
 
 
 def extras(conversation: locomo.Conversation, variant: str, raw: dict[str, dict]) -> dict[str, str]:
@@ -93,7 +72,7 @@ def extras(conversation: locomo.Conversation, variant: str, raw: dict[str, dict]
             add: list[str] = []
             if variant in ("dates", "all"):
                 add.extend(expand_dates(turn.text, session.date.date()))
-            if variant in ("referents", "all") and previous and _REFERS.search(turn.text):
+            if variant in ("referents", "all") and previous and refers(turn.text):
                 add.extend(salient(previous))
             if variant == "imgquery":
                 q = raw.get(turn.dia_id, {}).get("query")
@@ -226,7 +205,7 @@ def build_extra(
     for n, (session, parts) in enumerate(sorted(by_session.items())):
         bm.add(n, document_terms(" ".join(parts)))
         keys[n] = session
-    skip = {s.lower() for s in speakers} | {w.lower() for w in _STOP} | {"i'm"}
+    skip = {s.lower() for s in speakers} | {w.lower() for w in STOPWORDS} | {"i'm"}
     ents = {
         cid: entities_of(text.partition(": ")[2], skip)
         for cid, text in zip(cids, texts, strict=True)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["LIMIT", "refers", "salient"]
+__all__ = ["LIMIT", "STOPWORDS", "refers", "salient"]
 
 LIMIT = 6
 _STOP_TEXT = """
@@ -25,7 +25,7 @@ thanks thank great good cool awesome nice love glad sounds sure totally definite
 much something anything everything things thing like get got going go gonna know think feel
 make made see saw one all some any more most other been there here then than now well way time
 """
-_STOP = frozenset(_STOP_TEXT.split())
+STOPWORDS = frozenset(_STOP_TEXT.split())
 _WORDS = re.compile(r"[A-Za-z][A-Za-z'-]+")
 _REFERS = re.compile(r"\b(?:it|that|this|there|those|these|them|they)\b", re.I)
 
@@ -37,5 +37,5 @@ def refers(text: str) -> bool:
 
 def salient(text: str, limit: int = LIMIT) -> list[str]:
     """The content words of ``text``, longest first, at most ``limit``."""
-    words = [w for w in _WORDS.findall(text) if len(w) > 3 and w.lower() not in _STOP]
+    words = [w for w in _WORDS.findall(text) if len(w) > 3 and w.lower() not in STOPWORDS]
     return sorted(dict.fromkeys(words), key=len, reverse=True)[:limit]
