@@ -257,7 +257,11 @@ def main() -> None:
     parser.add_argument("--embedder", choices=("minilm", "static"), default="minilm")
     parser.add_argument("--batch", type=int, default=100, help="turns per record_turns call")
     args = parser.parse_args()
-    data = args.data if args.data.exists() else None
+    if args.data != DATA and not args.data.is_file():
+        parser.error(f"--data {args.data}: no such file")
+    data = args.data if args.data.is_file() else None
+    if data is None:
+        print(f"note: {DATA} is not there: templated chat lines instead", file=sys.stderr)
     report: dict[str, Any] = {
         "machine": machine(),
         "cpu_count": os.cpu_count(),
