@@ -110,8 +110,9 @@ def bench_locomo(
     "--keep",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
-    help="Build the workspace here and keep it (a rerun reuses it); with --backend, "
-    "the embedded server's data.",
+    help="Build the workspace here and keep it (a rerun reuses it; each run's "
+    "search-after-a-write phase adds one fact per query to it, so compare rankings "
+    "only between runs on the same state); with --backend, the embedded server's data.",
 )
 @click.option(
     "--backend",
