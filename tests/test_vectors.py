@@ -7,11 +7,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memstrata.index import vectors as search
 from memstrata.index.chunks import Chunk
 from memstrata.index.hybrid import Vectors
 from memstrata.index.sqlite import FileState, Index
+from memstrata.index.vectors import largest
 
 DIM = 384
 
@@ -113,3 +116,30 @@ def test_searches_from_several_threads_while_vectors_are_written(tmp_path: Path)
             thread.join()
     assert errors == []
     assert len(vectors.top(index, queries[0], 600)) == 64 + 60 * 8
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    size=st.sampled_from([10, 1_000, 65_537, 100_000, 140_000]),
+    count=st.integers(1, 3_000),
+    seed=st.integers(0, 2**16),
+)
+def test_largest_gives_the_count_largest_values(size: int, count: int, seed: int) -> None:
+    """The cut by a sample must never lose one of the ``count`` largest."""
+    count = min(count, size)
+    values = np.random.default_rng(seed).permutation(size).astype(np.float32)  # distinct
+    found = largest(values, count)
+    assert len(found) == count
+    assert set(found.tolist()) == set(np.argsort(values)[size - count :].tolist())
+
+
+def test_largest_falls_back_when_the_sample_cuts_too_high() -> None:
+    """The sampled places hold the largest values: fewer than ``count`` pass
+    the cut, and the whole array is partitioned instead."""
+    size = 100_000
+    values = np.zeros(size, dtype=np.float32)
+    step = size // 4096
+    values[::step] = np.arange(1, len(values[::step]) + 1, dtype=np.float32) + 1e6
+    values[1::step][:2_000] = np.arange(2_000, dtype=np.float32) + 1_000  # not sampled
+    found = largest(values, 3_000)
+    assert set(found.tolist()) == set(np.argsort(values, kind="stable")[size - 3_000 :].tolist())
