@@ -30,15 +30,18 @@ class FactLines:
 
     def lines_of(self, engine: Engine) -> Callable[[Chunk], tuple[int, int]]:
         """A chunk's lines, for one search (see the module)."""
-        lines: dict[str, int] = {}
+        lines: dict[str, int] | None = None  # read at the first fact cited
 
         def line_of(chunk: Chunk) -> tuple[int, int]:
             nonlocal lines
             if chunk.path != "MEMORY.md" or chunk.ref is None:
                 return chunk.line_start, chunk.line_end
-            line = (lines := lines or self._read(engine)).get(chunk.ref, 0)
+            if lines is None:
+                lines = self._read(engine)
+            line = lines.get(chunk.ref, 0)
             if not line and _render(engine, chunk.ref):
-                line = (lines := self._read(engine)).get(chunk.ref, 0)
+                lines = self._read(engine)
+                line = lines.get(chunk.ref, 0)
             return line, line
 
         return line_of

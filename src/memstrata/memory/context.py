@@ -434,7 +434,7 @@ class PromptBuilder:
         counts, seen = self._summary_tokens, self._summary_seen
         if turn.session not in counts:
             data = self.engine.workspace.volume.read(history.transcript_rel(turn.session)) or b""
-            covered = int(history.read_meta_at_bytes(data).get("fresh_after_seq", 0) or 0)
+            covered = history.fresh_after(data)
             # up to this turn: a batch (``record_turns``) wrote the later ones too
             turns = history.fresh_turns(data)
             counts[turn.session] = sum(_tokens(t) for t in turns if t.seq <= turn.seq)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import inspect
 import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -92,9 +93,9 @@ class Sessions:
             if not isinstance(given, Mapping):
                 raise InvalidInput(f"turn {number} must be a mapping")
             unknown = set(given) - _TURN_KEYS
-            if unknown or not {"session", "user", "assistant"} <= set(given):
+            if unknown or not set(given) >= _REQUIRED:
                 raise InvalidInput(
-                    f"turn {number} needs session, user and assistant"
+                    f"turn {number} needs {', '.join(sorted(_REQUIRED))}"
                     + (f", and takes no {', '.join(sorted(map(str, unknown)))}" if unknown else "")
                 )
             pending.append(_pending(**given))
@@ -111,21 +112,10 @@ class Sessions:
                 heads: dict[str, tuple[int, int]] = {}
                 by_session: dict[str, builtins.list[Turn]] = {}
                 ordered: builtins.list[Turn] = []
-                for name, when, texts, calls, results, meta in pending:
+                for name, when, fields in pending:
                     last, count = heads[name] if name in heads else self._head(name)
                     heads[name] = (last + 1, count + 1)
-                    user, assistant, reasoning = texts
-                    turn = history.build_turn(
-                        name,
-                        last + 1,
-                        when,
-                        user=user,
-                        assistant=assistant,
-                        reasoning=reasoning,
-                        tool_calls=calls,
-                        tool_results=results,
-                        meta=meta,
-                    )
+                    turn = history.build_turn(name, last + 1, when, **fields)
                     by_session.setdefault(name, []).append(turn)
                     ordered.append(turn)
                 volume = self.engine.workspace.volume
@@ -133,7 +123,7 @@ class Sessions:
                     where = history.transcript_rel(name)
                     good = self._verified.get(where) == _stat_key(volume, where)  # None: new
                     transcript, _audit = history.append_turns(self.engine.workspace, group)
-                    written += group
+                    written += group  # durable: announced even if a later session fails
                     seq, count = heads[name]
                     key = self._remember_head(name, seq, count, transcript)
                     if good and key is not None:  # a known-good file plus turns written here
@@ -144,7 +134,7 @@ class Sessions:
                         events.append(
                             WriteEvent("turn", "put", text, Source.USER, where, name, (turn.id,))
                         )
-                written = ordered
+                written = ordered  # all of them, in the caller's order
                 events += self._after_append(written, builtins.list(by_session))
         finally:
             if events:
@@ -308,19 +298,9 @@ class Sessions:
             self._verified_dirty = False
 
 
-# A turn checked and redacted, not yet written: session, time, (user,
-# assistant, reasoning), tool calls, tool results, meta.
-_Pending = tuple[
-    str,
-    datetime,
-    tuple[str, str, Any],
-    builtins.list[Any],
-    builtins.list[Any],
-    Any,
-]
-_TURN_KEYS = frozenset(
-    ("session", "user", "assistant", "reasoning", "tool_calls", "tool_results", "meta", "at")
-)
+# A turn checked and redacted, not yet written: session, time, and the
+# keyword arguments of ``history.build_turn``.
+_Pending = tuple[str, datetime, dict[str, Any]]
 
 
 def _pending(
@@ -343,10 +323,21 @@ def _pending(
     for label, value in (("user", user), ("assistant", assistant)):
         if not isinstance(value, str):
             raise InvalidInput(f"{label} must be a string, not {type(value).__name__}")
-    thought = _safe(reasoning) if isinstance(reasoning, str) else reasoning
-    texts = (_safe(user), _safe(assistant), thought)
-    safe_meta = _redacted(meta) if meta is not None else None
-    return name, when, texts, safe_calls, safe_results, safe_meta
+    fields = {
+        "user": _safe(user),
+        "assistant": _safe(assistant),
+        "reasoning": _safe(reasoning) if isinstance(reasoning, str) else reasoning,
+        "tool_calls": safe_calls,
+        "tool_results": safe_results,
+        "meta": _redacted(meta) if meta is not None else None,
+    }
+    return name, when, fields
+
+
+# record_turns' keys: ``_pending``'s (``record_turn``'s) parameters
+_PARAMETERS = inspect.signature(_pending).parameters
+_TURN_KEYS = frozenset(_PARAMETERS)
+_REQUIRED = frozenset(k for k, v in _PARAMETERS.items() if v.default is inspect.Parameter.empty)
 
 
 def _stat_key(volume: Volume, rel: str) -> tuple[int, int] | None:

@@ -58,7 +58,6 @@ __all__ = [
     "build_turn",
     "list_sessions",
     "read_audit",
-    "read_meta_at_bytes",
     "read_turns",
 ]
 
@@ -404,11 +403,6 @@ def read_meta_at(volume: Volume, rel: str) -> dict[str, Any]:
     return _meta_of(volume.read(rel) or b"")
 
 
-def read_meta_at_bytes(data: bytes) -> dict[str, Any]:
-    """``read_meta_at`` of a transcript's bytes."""
-    return _meta_of(data)
-
-
 def _meta_of(data: bytes) -> dict[str, Any]:
     """The metadata record that is the first line of ``data`` ({} if none is)."""
     first = data.split(b"\n", 1)[0]
@@ -427,8 +421,13 @@ def turns_since_summary(volume: Volume, rel: str) -> list[Turn]:
 
 def fresh_turns(data: bytes) -> list[Turn]:
     """``turns_since_summary`` of a transcript's bytes."""
-    fresh_after = int(_meta_of(data).get("fresh_after_seq", 0) or 0)
-    return [turn for turn in _turns_of(_records_of(data)) if turn.seq > fresh_after]
+    after = fresh_after(data)
+    return [turn for turn in _turns_of(_records_of(data)) if turn.seq > after]
+
+
+def fresh_after(data: bytes) -> int:
+    """The last seq the session summary of a transcript's bytes covers (0: none)."""
+    return int(_meta_of(data).get("fresh_after_seq", 0) or 0)
 
 
 def conversation_lines(turns: Sequence[Turn], *, numbered: bool = False) -> list[str]:
