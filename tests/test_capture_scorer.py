@@ -6,6 +6,7 @@ import contextlib
 import importlib.util
 import json
 import math
+import re
 import struct
 import subprocess
 import sys
@@ -341,3 +342,8 @@ def test_the_held_out_folder_is_never_trained_on(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setitem(trainer.FOLDERS, "unseen", CORPUS / "unseen")
     with pytest.raises(ValueError, match="held-out"):
         trainer.load_corpus()
+
+
+@given(st.text(alphabet="abz09 ?!:,;-_.'\n", max_size=80))
+def test_the_ascii_token_pattern_splits_as_its_plain_form(text: str) -> None:
+    assert scorer._ASCII.findall(text) == re.findall(r"[a-z]+|[0-9]+|[?!:,;-]", text)

@@ -522,4 +522,6 @@ def scan(
             found[category] = entry
     if learned and (languages is None or set(codes) & set(_detect(text))):
         _learned(found, text, ruleset, codes)
+    if len(found) < 2:
+        return list(found.values())
     return sorted(found.values(), key=lambda e: (e.span[0], _OFFSET[e.category]))
