@@ -12,7 +12,8 @@ heads. One trie regex per pass finds every head in the lower-cased message: one
 pass for heads that start a word (after ``\\b``), run on ``" " + lowered`` from
 the non-word character before them, one for the others. The pattern is then
 tried only where a head starts, and with only the alternatives that head starts
-(``HeadSearch.subset``): the same matches, in the same order, as a full search.
+(``HeadSearch.subset``, compiled on its ``NARROW_AFTER``-th use in a process,
+``HeadSearch.narrow``): the same matches, in the same order, as a full search.
 
 An alternative's ``wants`` are literals one of which every match holds (its
 longest literal run, or a branch of them); one the text lacks cannot match

@@ -3,10 +3,10 @@ compile them again (``cached``): hundreds of regexes and their heads cost a
 fraction of a second, which a per-message shell hook cannot pay.
 
 A cache file holds one pickled ``RuleSet``, its regexes as ``re`` compiled them
-(the SRE code, rebuilt by ``_sre.compile`` without parsing), and is named by
-the SHA-256 of everything the result depends on: the packs' TOML text, the
-scanner's own source (``scan.py``, ``heads.py``, ``headfind.py``) and the exact
-Python build.
+(the SRE code, kept as 32-bit words and rebuilt by ``_sre.compile`` without
+parsing), and is named by the SHA-256 of everything the result depends on:
+the packs' TOML text, the scanner's own source (``scan.py``, ``heads.py``,
+``headfind.py``) and the exact Python build.
 
 Invariants:
 
