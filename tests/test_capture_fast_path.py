@@ -13,9 +13,11 @@ import json
 import re
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from memstrata.capture import heads
 from memstrata.capture import scan as scan_module
 from memstrata.capture.scan import load_rules, scan
 
@@ -59,3 +61,27 @@ def test_the_fast_path_matches_the_reference_on_joined_messages() -> None:
         assert scan(text, rules=fast, learned=False) == scan(
             text, rules=reference, learned=False
         ), text
+
+
+@pytest.mark.parametrize("after", [1, 10**9])
+def test_whole_or_narrowed_patterns_at_heads_find_the_same(
+    after: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``HeadSearch.narrow``: narrowed at once (1) or never (the whole pattern
+    at every head, the whole ``rest`` for the next rest start), as the reference."""
+    monkeypatch.setattr(heads, "NARROW_AFTER", after)
+    fast, reference = load_rules(), load_rules(use_triggers=False)
+    corpus = texts()
+    joined = [" ".join(corpus[start : start + 6])[:200] for start in range(0, len(corpus), 3)]
+    for text in corpus + joined:
+        assert scan(text, rules=fast, learned=False) == scan(
+            text, rules=reference, learned=False
+        ), text
+    narrowed = [
+        search
+        for pack in fast.packs.values()
+        for category in pack.categories.values()
+        for search in (category.search, category.search.spaced)
+        if search is not None and search.subsets
+    ]
+    assert bool(narrowed) == (after == 1)

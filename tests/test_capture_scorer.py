@@ -5,6 +5,8 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import json
+import math
+import re
 import struct
 import subprocess
 import sys
@@ -144,6 +146,45 @@ def test_the_scorer_computes_numpys_logits_on_the_whole_corpus() -> None:
             for hits in hit_sets:
                 expected = numpy_logits(reference, text, hits)
                 assert np.allclose(model.logits(text, hits), expected, rtol=0, atol=1e-6), text
+
+
+def fsummed(model: scorer.Model) -> scorer.Model:
+    """A copy of ``model`` whose logits take the reference path: every row ``fsum``'d."""
+    copy = scorer.Model(
+        sorted(model.index, key=model.index.__getitem__), model.flat, model.rules, model.bias
+    )
+    copy.cut, copy.exact = model.cut, False
+    return copy
+
+
+def test_the_packed_sums_give_the_fsum_of_every_row_bit_for_bit() -> None:
+    model = scorer.load_model()
+    assert model is not None
+    reference = fsummed(model)
+    hit_sets = [set(), {"preference"}, {"decision", "specific_value"}, {"remember", "correction"}]
+    texts = [
+        json.loads(line)["text"]
+        for path in sorted(CORPUS.rglob("*.jsonl"))
+        for line in path.read_text(encoding="utf-8").splitlines()
+    ]
+    texts += ["", "?", "a " * 5000, "x" * 9000, "İstanbul 12 ３ ok-ok:;", "我喜欢茶。不要咖啡"]
+    for text in texts:
+        for hits in hit_sets:
+            assert model.logits(text, hits) == reference.logits(text, hits), text
+    assert model.exact  # float16 weights never leave the packed sums
+
+
+def test_weights_off_the_float16_grid_are_fsummed() -> None:
+    names = ["^", "bank", "call bank", "$"]
+    weights = [[0.1 * r + 1e-9 * c for c in range(5)] for r in range(len(names))]
+    rules = [[0.3 + 0.01 * r] * 5 for r in range(6)]
+    model = scorer.Model(names, weights, rules, [0.2, -0.5, 1.0, 0.0, -1.0])
+    assert model.exact
+    got = model.logits("call bank", {"remember"})
+    assert not model.exact  # the first vector off the grid turned the packed sums off
+    rows = [model.bias, *(model.row(model.index[name]) for name in names), tuple(rules[5])]
+    assert got == tuple(math.fsum(column) for column in zip(*rows, strict=True))
+    assert got == fsummed(model).logits("call bank", {"remember"})
 
 
 def test_loading_and_scoring_import_no_numpy() -> None:
@@ -301,3 +342,8 @@ def test_the_held_out_folder_is_never_trained_on(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setitem(trainer.FOLDERS, "unseen", CORPUS / "unseen")
     with pytest.raises(ValueError, match="held-out"):
         trainer.load_corpus()
+
+
+@given(st.text(alphabet="abz09 ?!:,;-_.'\n", max_size=80))
+def test_the_ascii_token_pattern_splits_as_its_plain_form(text: str) -> None:
+    assert scorer._ASCII.findall(text) == re.findall(r"[a-z]+|[0-9]+|[?!:,;-]", text)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import operator
 import re
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from .heads import DIGITS, EXTRA_CASES, Head, HeadSearch
@@ -47,8 +47,7 @@ class Finder:
     digits: bool  # some head holds a digit that ``\\d`` stood for
     searches: Mapping[int, HeadSearch]  # by slot
     always: frozenset[int]  # slots whose search runs whatever heads are found (``plain``)
-    rests: Mapping[int, int]  # slot -> its ``rest_mask``, but for the lazy slots
-    plans: dict[Head, _Plan] = field(default_factory=dict, repr=False, compare=False)
+    rests: tuple[tuple[int, _Plan], ...]  # (slot, the plan of its ``rest_mask``), not lazy
 
 
 def finder(searches: Mapping[int, HeadSearch], lazy: Collection[int] = ()) -> Finder:
@@ -78,11 +77,11 @@ def finder(searches: Mapping[int, HeadSearch], lazy: Collection[int] = ()) -> Fi
                 later[name] = tuple(key for key in slots if key[0] in lazy)
     chars = set("".join(word) + "".join(anywhere) + "".join(literals))
     always = frozenset(slot for slot, found in searches.items() if found.plain)
-    rests = {
-        slot: found.rest_mask
+    rests = tuple(
+        (slot, _plan(found, found.rest_mask))
         for slot, found in searches.items()
         if found.rest is not None and slot not in lazy
-    }
+    )
     return Finder(
         tuple(passes),
         keys,
@@ -196,20 +195,24 @@ class Starts:
         "_lowered",
         "_heads",
         "_starts",
-        "_viable",
         "_later",
         "_got",
     )
 
     def __init__(self, found: Finder, lowered: str, heads: list[str], starts: list[int]) -> None:
         self._found, self._lowered, self._heads, self._starts = found, lowered, heads, starts
-        self._viable: dict[Head, int] = {}  # (slot, alternatives) -> those that can match
         self._later: dict[int, dict[str, int]] | None = None
         self._got: dict[int, list[Head]] = {}
         self.active = self._match(found.keys)
         self.rests: dict[int, int] = {}  # the few slots with alternatives without heads
-        for slot, mask in found.rests.items():
-            viable = self.viable(slot, mask)
+        contains = lowered.__contains__
+        for slot, (viable, one, more) in found.rests:  # as ``_match`` reads a plan
+            for literal, bits in one:
+                if literal in lowered:
+                    viable |= bits
+            for literals, bits in more:
+                if any(map(contains, literals)):
+                    viable |= bits
             if viable:
                 self.rests[slot] = viable
                 self.active.setdefault(slot, {})
@@ -218,7 +221,7 @@ class Starts:
         self, keys: Mapping[str, tuple[tuple[int, _Plan], ...]]
     ) -> dict[int, dict[str, int]]:
         """Per slot, head -> its alternatives in the slot that can match in the
-        text, as their wants tell (``_viable``, written out: it runs per key)."""
+        text, as their wants tell (each key's plan, ``_plan``, read inline)."""
         out: dict[int, dict[str, int]] = {}
         lowered = self._lowered
         contains = lowered.__contains__
@@ -248,15 +251,6 @@ class Starts:
                 else:
                     out[slot] = {head: mask}
         return out
-
-    def viable(self, slot: int, mask: int) -> int:
-        """The alternatives in ``mask`` of the slot's search that can match in
-        the text, as their wants tell."""
-        key = (slot, mask)
-        found = self._viable.get(key)
-        if found is None:
-            found = self._viable[key] = _viable(self._found, key, self._lowered)
-        return found
 
     def get(self, slot: int) -> list[Head]:
         """Where the slot's heads start, in order, each with its alternatives that
@@ -299,19 +293,3 @@ def _plan(found: HeadSearch, mask: int) -> _Plan:
     one = [(next(iter(wants)), bits) for wants, bits in groups.items() if len(wants) == 1]
     more = [(tuple(sorted(wants)), bits) for wants, bits in groups.items() if len(wants) > 1]
     return free, tuple(one), tuple(more)
-
-
-def _viable(found: Finder, key: Head, lowered: str) -> int:
-    """The alternatives of ``key`` (slot, mask) whose wants the text meets: the
-    others match nowhere in it."""
-    plan = found.plans.get(key)
-    if plan is None:
-        plan = found.plans[key] = _plan(found.searches[key[0]], key[1])
-    viable, one, more = plan
-    for literal, bits in one:
-        if literal in lowered:
-            viable |= bits
-    for literals, bits in more:
-        if any(map(lowered.__contains__, literals)):
-            viable |= bits
-    return viable

@@ -12,7 +12,8 @@ heads. One trie regex per pass finds every head in the lower-cased message: one
 pass for heads that start a word (after ``\\b``), run on ``" " + lowered`` from
 the non-word character before them, one for the others. The pattern is then
 tried only where a head starts, and with only the alternatives that head starts
-(``HeadSearch.subset``): the same matches, in the same order, as a full search.
+(``HeadSearch.subset``, compiled on its ``NARROW_AFTER``-th use in a process,
+``HeadSearch.narrow``): the same matches, in the same order, as a full search.
 
 An alternative's ``wants`` are literals one of which every match holds (its
 longest literal run, or a branch of them); one the text lacks cannot match
@@ -49,6 +50,7 @@ Head = tuple[int, int]  # where a head starts, and the mask of the alternatives 
 _HEAD_LEN = 16  # a head is cut short past this many characters
 _HEAD_COUNT = 64  # or when an alternative would have more heads than this
 _SMALL_CLASS = 8  # a class of at most this many literals is spelled out
+NARROW_AFTER = 4  # HeadSearch.narrow compiles a subset when asked for it this many times
 _ZERO_WIDTH = {"AT", "ASSERT", "ASSERT_NOT"}
 _REPEATS = {"MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"}
 _WORD = re.compile(r"\w")
@@ -118,6 +120,7 @@ class HeadSearch:
     needs: frozenset[str] | None = None
     plain: bool = False
     subsets: dict[int, re.Pattern[str]] = field(default_factory=dict, repr=False, compare=False)
+    met: dict[int, int] = field(default_factory=dict, repr=False, compare=False)
     spaced: HeadSearch | None = None  # the heads read for single-spaced texts (``is_spaced``)
     rest_mask: int = 0
 
@@ -130,12 +133,27 @@ class HeadSearch:
             pattern = self.subsets[mask] = combine(chosen)
         return pattern
 
+    def narrow(self, mask: int, whole: re.Pattern[str] | None = None) -> re.Pattern[str]:
+        """``subset(mask)`` where only the alternatives in ``mask`` can match, or
+        until it has been asked for ``NARROW_AFTER`` times (in this process)
+        ``whole`` (by default ``pattern``): a pattern holding them and others
+        that cannot match there finds the same (a short-lived process does not
+        compile a subset for one message)."""
+        pattern = self.subsets.get(mask)
+        if pattern is None:
+            met = self.met.get(mask, 0) + 1
+            if met < NARROW_AFTER:
+                self.met[mask] = met
+                return self.pattern if whole is None else whole
+            pattern = self.subset(mask)
+        return pattern
+
 
 def analyse(alternatives: Sequence[str]) -> HeadSearch:
     """The alternatives combined, with the heads and wants of each, for any
     text, and (``spaced``) for single-spaced texts."""
     found = _analyse(combine(alternatives), alternatives, False, {})
-    spaced = _analyse(found.pattern, alternatives, True, found.subsets)
+    spaced = _analyse(found.pattern, alternatives, True, found.subsets, found.met)
     return HeadSearch(**{**_fields(found), "spaced": spaced})
 
 
@@ -148,7 +166,9 @@ def _analyse(
     alternatives: Sequence[str],
     spaced: bool,
     subsets: dict[int, re.Pattern[str]],
+    met: dict[int, int] | None = None,
 ) -> HeadSearch:
+    met = {} if met is None else met
     word: dict[str, int] = {}
     anywhere: dict[str, int] = {}
     wants: list[frozenset[str] | None] = []
@@ -161,7 +181,7 @@ def _analyse(
         except Exception:  # a tree this reading does not know: search in full
             read = None
         if read is None:
-            return HeadSearch(pattern, plain=True, subsets=subsets)
+            return HeadSearch(pattern, plain=True, subsets=subsets, met=met)
         heads, word_led, want = read
         wants.append(want)
         if "" in heads:
@@ -182,6 +202,7 @@ def _analyse(
         others,
         _frozen(needs),
         subsets=subsets,
+        met=met,
         rest_mask=rest_mask,
     )
 

@@ -3,10 +3,10 @@ compile them again (``cached``): hundreds of regexes and their heads cost a
 fraction of a second, which a per-message shell hook cannot pay.
 
 A cache file holds one pickled ``RuleSet``, its regexes as ``re`` compiled them
-(the SRE code, rebuilt by ``_sre.compile`` without parsing), and is named by
-the SHA-256 of everything the result depends on: the packs' TOML text, the
-scanner's own source (``scan.py``, ``heads.py``, ``headfind.py``) and the exact
-Python build.
+(the SRE code, kept as 32-bit words and rebuilt by ``_sre.compile`` without
+parsing), and is named by the SHA-256 of everything the result depends on:
+the packs' TOML text, the scanner's own source (``scan.py``, ``heads.py``,
+``headfind.py``) and the exact Python build.
 
 Invariants:
 
@@ -32,6 +32,7 @@ Invariants:
 
 from __future__ import annotations
 
+import array
 import hashlib
 import importlib
 import io
@@ -54,7 +55,7 @@ __all__ = ["cache_dir", "cached", "default_dir", "dir_from", "use_dir"]
 log = logging.getLogger("memstrata")
 
 ENV_CACHE_DIR = "MEMSTRATA_CACHE_DIR"
-_FORMAT = b"memstrata-rules-1\n"
+_FORMAT = b"memstrata-rules-2\n"
 _DIGEST = hashlib.sha256().digest_size
 _CODE = ("scan.py", "heads.py", "headfind.py")
 KEEP = 8  # rule files kept in the folder (see the module)
@@ -213,12 +214,29 @@ def _sre_arguments(pattern: re.Pattern[str]) -> tuple[Any, ...] | None:
     return arguments if rebuilt == pattern else None
 
 
+def _words(code: list[int]) -> bytes | list[int]:
+    """The SRE code as 32-bit words (unpickled in C, where a list of ints costs
+    a pickle op per int: most of a cache file), or as is if they do not fit."""
+    try:
+        words = array.array("I", code)
+    except OverflowError:
+        return code
+    return words.tobytes() if words.itemsize == 4 else code
+
+
 def _rebuild(arguments: tuple[Any, ...]) -> re.Pattern[str]:
-    """A pattern from ``_sre_arguments`` (compiled the ordinary way if refused)."""
+    """A pattern from ``_sre_arguments``, its code as ``_words`` (compiled the
+    ordinary way if refused)."""
     try:
         _sre: Any = importlib.import_module("_sre")
 
-        found: re.Pattern[str] = _sre.compile(*arguments)
+        code = arguments[2]
+        if isinstance(code, bytes):
+            words = array.array("I", code)
+            if words.itemsize != 4:
+                raise ValueError("32-bit words expected")
+            code = words.tolist()
+        found: re.Pattern[str] = _sre.compile(*arguments[:2], code, *arguments[3:])
     except Exception:
         found = re.compile(arguments[0], arguments[1])
     return found
@@ -234,5 +252,5 @@ class _Pickler(pickle.Pickler):
             arguments = _sre_arguments(obj)
             if arguments is None:
                 return _compile, (obj.pattern, obj.flags)
-            return _rebuild, (arguments,)
+            return _rebuild, ((*arguments[:2], _words(arguments[2]), *arguments[3:]),)
         return NotImplemented

@@ -375,7 +375,7 @@ def _matches(category: _Category, message: _Message, slot: int) -> Iterator[re.M
         return found.pattern.finditer(message.text)
     heads = message.starts.get(slot)
     mask = message.starts.rests.get(slot)  # the alternatives without heads that can match
-    rest = found.subset(mask) if mask else None
+    rest = found.narrow(mask, found.rest) if mask else None  # rest: the same starts
     return _chain(category, rest, message, heads) if heads or rest else None
 
 
@@ -400,7 +400,7 @@ def _chain(
         if at >= never:
             return
         mask = -1 if at == upcoming else _mask(heads, index)
-        match = (found.pattern if mask < 0 else found.subset(mask)).match(text, at)
+        match = (found.pattern if mask < 0 else found.narrow(mask)).match(text, at)
         if match is None:
             floor = at + 1
             continue
@@ -436,7 +436,7 @@ def _vetoed(pack: _Pack, message: _Message, span: tuple[int, int], slot: int) ->
     for pos, mask in itertools.islice(heads, bisect_left(heads, (start,)), None):
         if pos >= end:
             break
-        if veto.subset(mask).match(sentence, pos - start):
+        if veto.narrow(mask).match(sentence, pos - start):
             return True
     rest = veto.rest
     return rest is not None and message.holds(veto.needs, span) and bool(rest.search(sentence))
@@ -522,4 +522,6 @@ def scan(
             found[category] = entry
     if learned and (languages is None or set(codes) & set(_detect(text))):
         _learned(found, text, ruleset, codes)
+    if len(found) < 2:
+        return list(found.values())
     return sorted(found.values(), key=lambda e: (e.span[0], _OFFSET[e.category]))

@@ -42,7 +42,7 @@ import math
 import re
 import struct
 import threading
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -75,9 +75,21 @@ _TOKEN = re.compile(
     r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]|[^\W\d_]+|\d+|[?？!！:：,，;；—-]"
 )
 _WORDS = re.compile(r"[^\W\d_]+|\d+|[?？!！:：,，;；—-]")  # _TOKEN for text without CJK
-_ASCII = re.compile(r"[a-z]+|[0-9]+|[?!:,;-]")  # _WORDS for lower-cased ASCII text
+# _WORDS for lower-cased ASCII text: ``[a-z]+|[0-9]+|[?!:,;-]`` (tested), led by
+# one class so that ``re`` skips to a token's start in C
+_ASCII = re.compile(r"[a-z0-9?!:,;-](?:(?<=[a-z])[a-z]*|(?<=[0-9])[0-9]*|)")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _CACHED = 1 << 16  # tokens whose summed weights are kept
+# The exact sums (``Model.logits``): a vector or row whose weights are multiples
+# of 2**-24 below 2**16 (every float16 is; a token's vector sums a few) is
+# held as ``weight * 2**24`` in one 64-bit field per column of a packed int
+# (``_Packed``, each field offset by ``_HALF`` when unpacked); at most
+# ``_EXACT_TOKENS`` tokens and as many pairs keep every field's sum below
+# 2**53: exact as an int and as a float.
+_SCALE = float(1 << 24)
+_LIMIT = float(1 << 40)  # a scaled weight's bound
+_HALF = 1 << 63  # each field is offset by it to unpack as unsigned
+_EXACT_TOKENS = 1 << 12
 _SENTENCE_END = re.compile(r"[.!?…]+(?=\s)|[。！？；\n]+|[.!?…]+$")
 
 Row = tuple[float, ...]
@@ -109,7 +121,23 @@ class Model:
     """Weights for ``DURABLE``: one row per feature name (a pair's name is
     ``"a b"``), then rule rows, bias; each row ``len(DURABLE)`` floats."""
 
-    __slots__ = ("index", "flat", "width", "rules", "bias", "zero", "cut", "seen", "lock", "pairs")
+    __slots__ = (
+        "index",
+        "flat",
+        "width",
+        "rules",
+        "bias",
+        "zero",
+        "cut",
+        "seen",
+        "lock",
+        "pairs",
+        "packed",
+        "packed_pairs",
+        "exact",
+        "fields",
+        "offset",
+    )
 
     def __init__(
         self,
@@ -144,6 +172,13 @@ class Model:
             first, space, second = name.partition(" ")
             if space and first and second and " " not in second:
                 self.pairs[first, second] = self.row(at)
+        # token / pair -> its vector or row as one packed int (``_Packed``);
+        # ``exact`` while every one packed is a multiple of 2**-24 below 2**16
+        self.packed = _Packed(self, self._vector_of)
+        self.packed_pairs = _Packed(self, self.pairs.__getitem__)
+        self.exact = True
+        self.fields = struct.Struct(f"<{self.width}Q")
+        self.offset = sum(_HALF << (64 * column) for column in range(self.width))
 
     def row(self, at: int) -> Row:
         """The weights of the feature name at row ``at``."""
@@ -157,6 +192,10 @@ class Model:
             names += [token[i : i + 3] + "#" for i in range(len(token) - 2)]
         return [row for name in names if (row := get(name)) is not None]
 
+    def _vector_of(self, token: str) -> Row:
+        """The summed weights of ``token``'s own features, worked out."""
+        return _column_sums([self.zero, *map(self.row, self._rows(token))])
+
     def _vector(self, token: str) -> Row:
         """The summed weights of ``token``'s own features, cached while room lasts."""
         return self.seen[token]
@@ -164,14 +203,60 @@ class Model:
     def logits(self, text: str, hits: Collection[str]) -> Row:
         """One logit per ``DURABLE`` category for ``text`` whose rules found ``hits``:
         the rows are looked up by C-level maps (``seen`` fills itself), and
-        ``math.fsum``, correctly rounded, makes their order irrelevant."""
+        ``math.fsum``, correctly rounded, makes their order irrelevant.
+
+        While the weights are ``exact`` (float16's are), the tokens' vectors and
+        the pair rows are packed ints (``_Packed``) that one ``sum`` adds
+        without rounding, and the bias and the rule rows are added to that
+        with one rounding: the same floats as the ``fsum`` of every row."""
         toks = tokens(text)
+        if self.exact and len(toks) <= _EXACT_TOKENS:
+            known = filter(self.pairs.__contains__, zip(toks, toks[1:], strict=False))
+            packed = sum(map(self.packed.__getitem__, toks))
+            packed += sum(map(self.packed_pairs.__getitem__, known))
+            if self.exact:  # no vector or row packed on the way broke the bounds
+                fields = (packed + self.offset).to_bytes(8 * self.width, "little")
+                sums = tuple(map(_unscale, self.fields.unpack(fields)))
+                if not hits:
+                    return tuple(map(float.__add__, self.bias, sums))
+                found = [self.rules[at] for at, cat in enumerate(RULE_CATEGORIES) if cat in hits]
+                return _column_sums([self.bias, sums, *found])
         rows: list[Row] = [self.bias, *map(self.seen.__getitem__, toks)]
         pairs = zip(toks, toks[1:], strict=False)
         rows += filter(None, map(self.pairs.get, pairs))  # a row is never ()
         if hits:
             rows += [self.rules[at] for at, cat in enumerate(RULE_CATEGORIES) if cat in hits]
         return _column_sums(rows)
+
+
+def _unscale(field: int) -> float:
+    """A packed sum's field as the float it stands for (exact below 2**53)."""
+    return (field - _HALF) / _SCALE
+
+
+class _Packed(dict[Any, int]):
+    """token (or pair) -> its vector (or row) times 2**24, one 64-bit field per
+    column, so that ``sum`` adds them all at once: worked out on a miss from
+    ``source`` and kept while fewer than ``_CACHED`` are. One that is not a
+    multiple of 2**-24 below 2**16 (every float16 is) turns the model's
+    ``exact`` off: its logits are then ``fsum``'d row by row."""
+
+    __slots__ = ("model", "source")
+
+    def __init__(self, model: Model, source: Callable[[Any], Row]) -> None:
+        super().__init__()
+        self.model, self.source = model, source
+
+    def __missing__(self, key: Any) -> int:
+        vector = self.source(key)
+        if not all(abs(value) < 65536.0 and (value * _SCALE).is_integer() for value in vector):
+            self.model.exact = False
+            return 0
+        packed = sum(int(value * _SCALE) << (64 * column) for column, value in enumerate(vector))
+        with self.model.lock:
+            if len(self) < _CACHED:
+                self[key] = packed
+        return packed
 
 
 class _Vectors(dict[str, Row]):
