@@ -11,12 +11,13 @@ remember). Two cross-validations, each fold training the scorer with
   written from — is never a test group. The per-language table pools the
   held-out folds: every message is predicted by a model that never saw
   its author's messages.
-
-``unseen/`` (``train_capture.TEST_ONLY``) is in neither cross-validation: it
-is the held-out test set, never trained on and never a fold here; measure it
-with ``bench/capture_author.py --folder unseen``.
 * **by language**: hold out one language (train on the other three, all
   authors); test on its messages not in ``original``.
+
+``unseen/`` and ``unseen2/`` (``train_capture.TEST_ONLY``) are in neither
+cross-validation: they are the held-out test sets, never trained on and never
+a fold here; measure them with ``bench/capture_author.py --folder unseen``
+(or ``unseen2``).
 
 Each variant in ``VARIANTS`` is run through both; the shipped one is
 ``shipped``. Timing: ``scan`` per 200-character message (en/uz messages

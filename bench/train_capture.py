@@ -20,10 +20,11 @@ tuned on) and ``recheck2`` (``recheck2/``, written after the last round-2 rule
 change and never tuned on) and ``native`` (``native/``, written by hand from
 the guide before measuring the rules on it, measured once, then trained on).
 
-``unseen/`` (written blind by someone who never saw the rules) is the
-held-out test set of issue 17 and is **never** trained on: it is not in
-``FOLDERS`` but in ``TEST_ONLY``, and ``load_corpus`` refuses it. Measure it
-with ``bench/capture_author.py --folder unseen`` only.
+``unseen/`` and ``unseen2/`` (each written blind by someone who never saw
+the rules) are the held-out test sets of issue 17 and are **never** trained
+on: they are not in ``FOLDERS`` but in ``TEST_ONLY``, and ``load_corpus``
+refuses them. Measure them with ``bench/capture_author.py --folder unseen``
+(or ``unseen2``) only.
 
 Run::
 
@@ -61,7 +62,7 @@ FOLDERS = {
     "native": CORPUS / "native",
 }
 # held-out test folders: never in FOLDERS, never trained on
-TEST_ONLY = ("unseen",)
+TEST_ONLY = ("unseen", "unseen2")
 MIN_COUNT = 2
 STEPS = 300
 RATE = 0.05

@@ -291,13 +291,19 @@ def test_training_is_deterministic() -> None:
     assert np.array_equal(first.bias, second.bias)
 
 
-def test_the_held_out_folder_is_never_trained_on(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("held_out", ["unseen", "unseen2"])
+def test_the_held_out_folder_is_never_trained_on(
+    monkeypatch: pytest.MonkeyPatch, held_out: str
+) -> None:
     trainer = bench("train_capture")
-    assert "unseen" in trainer.TEST_ONLY
+    assert held_out in trainer.TEST_ONLY
     assert all(
         author not in trainer.TEST_ONLY and folder.name not in trainer.TEST_ONLY
         for author, folder in trainer.FOLDERS.items()
     )
-    monkeypatch.setitem(trainer.FOLDERS, "unseen", CORPUS / "unseen")
-    with pytest.raises(ValueError, match="held-out"):
-        trainer.load_corpus()
+    # refused by author name and by folder name alike, before any file is read
+    for author, folder in ((held_out, CORPUS / "native"), ("other", CORPUS / held_out)):
+        monkeypatch.setitem(trainer.FOLDERS, author, folder)
+        with pytest.raises(ValueError, match="held-out"):
+            trainer.load_corpus()
+        monkeypatch.delitem(trainer.FOLDERS, author)
