@@ -257,6 +257,7 @@ GROWN = [
     ("recheck2", "recheck2"),
     ("unseen", "unseen"),
     ("native", "native"),
+    ("native2", "native2"),
 ]
 
 
