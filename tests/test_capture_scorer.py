@@ -240,10 +240,11 @@ def test_additions_never_raise_nor_repeat_the_rules(text: str, hits: set[str]) -
 
 def test_the_generated_corpus_is_reproducible() -> None:
     generator = bench("gen_capture_corpus")
-    for lang in LANGUAGES:
-        assert generator.render(lang) == (CORPUS / "generated" / f"{lang}.jsonl").read_text(
-            encoding="utf-8"
-        )
+    for folder in ("generated", "generated2"):
+        for lang in LANGUAGES:
+            assert generator.render(lang, folder) == (CORPUS / folder / f"{lang}.jsonl").read_text(
+                encoding="utf-8"
+            )
 
 
 # the corpus folders grown after the first labelled files, and their authors
@@ -258,6 +259,7 @@ GROWN = [
     ("unseen", "unseen"),
     ("native", "native"),
     ("native2", "native2"),
+    ("generated2", "template2"),
 ]
 
 
