@@ -310,7 +310,14 @@ VOCAB2: dict[str, dict[str, list[str]]] = {
         "pet": ["团子", "将军", "豆包", "雪球"],
         "opt": ["Postgres", "Hetzner", "Svelte", "Vercel", "SQLite", "第二个方案"],
         "topic": ["部署", "数据库", "前端", "消息队列"],
-        "instr": ["回答简短点", "单位用公制", "别用表情", "先给命令再解释", "用中文回复", "用列表写"],
+        "instr": [
+            "回答简短点",
+            "单位用公制",
+            "别用表情",
+            "先给命令再解释",
+            "用中文回复",
+            "用列表写",
+        ],
         "habit": ["坐高铁出行", "晚上干活", "喝咖啡不加糖", "用markdown记笔记"],
         "fact": [
             "wifi密码写在路由器背面",
@@ -389,7 +396,7 @@ TEMPLATES2: dict[str, list[Template]] = {
         (F, "habit as a lasting preference", "odatda {habit}"),
         (F, "habit as a lasting preference", "men doim {habit}, shuni hisobga oling"),
         ((), "one-off request", "faqat shu safar {instr}"),
-        ((), "hypothetical", "agar \"{instr}\" desam, eslab qolasizmi?"),
+        ((), "hypothetical", 'agar "{instr}" desam, eslab qolasizmi?'),
         (D, "decision", "{opt}da to'xtadik"),
         (D, "decision agreed", "kelishdik: {topic} uchun {opt}"),
         (D, "trying one thing first", "avval {opt}ni sinab ko'ramiz, keyin qaraymiz"),
@@ -504,7 +511,8 @@ TEMPLATES2: dict[str, list[Template]] = {
     ],
 }
 # (templates, vocabularies, author, id prefix, seed suffix, templates drawn) per output folder
-SETS: dict[str, tuple[dict[str, list[Template]], dict[str, dict[str, list[str]]], str, str, str, int]] = {
+Set = tuple[dict[str, list[Template]], dict[str, dict[str, list[str]]], str, str, str, int]
+SETS: dict[str, Set] = {
     "generated": (TEMPLATES, VOCAB, "template", "t", "", PER_TEMPLATE),
     "generated2": (TEMPLATES2, VOCAB2, "template2", "u", "-2", 3),
 }
