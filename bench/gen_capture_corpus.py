@@ -8,7 +8,9 @@ parties, nostalgia, meta talk about the conversation). The output is
 ``tests/data/capture/generated/{lang}.jsonl``, deterministic: running the
 script again writes the same bytes (a test checks it). A second set
 (``TEMPLATES2``, ``VOCAB2``: the paraphrase families issue 17 still misses and
-the same facts as hard negatives) writes ``generated2/`` (author "template2").
+the same facts as hard negatives) writes ``generated2/`` (author "template2"),
+a third (``TEMPLATES3``, ``VOCAB3``: names in the frames people give them in,
+decisions told as done, "no X, ever") ``generated3/`` (author "template3").
 
 Run::
 
@@ -516,6 +518,144 @@ SETS: dict[str, Set] = {
     "generated": (TEMPLATES, VOCAB, "template", "t", "", PER_TEMPLATE),
     "generated2": (TEMPLATES2, VOCAB2, "template2", "u", "-2", 3),
 }
+
+
+# The third set (issue 17, 2026-11-28, written after reading which native2/
+# labels the scorer missed in cross-validation, so native2's fold is no longer
+# blind to it): names in the frames people introduce them with (family,
+# work, places, pets, projects), decisions told as done ("we took", "we moved
+# to"), preferences as "only X" / "no X, ever", and the same frames as hard
+# negatives. Output ``generated3/``, author "template3".
+VOCAB3: dict[str, dict[str, list[str]]] = {
+    "en": {
+        "name": ["Aziza", "Tomasz", "Noor", "Ilse", "Kofi", "Mira", "Dario", "Yuki"],
+        "rel": ["wife", "husband", "daughter", "son", "sister", "brother", "boss", "cofounder"],
+        "pet": ["Waffles", "Miso", "Juniper", "Bruno", "Pepper"],
+        "org": ["Northwind Labs", "Kestrel Health", "Bluefin Logistics", "Orchard & Pine"],
+        "project": ["Lighthouse", "Quokka", "Ember", "Tidepool"],
+        "city": ["Porto", "Tbilisi", "Leeds", "Winnipeg", "Bergen"],
+        "opt": [
+            "the second quote",
+            "the smaller flat",
+            "the annual plan",
+            "Hetzner",
+            "the red design",
+        ],
+        "thing": ["emojis", "long intros", "exclamation marks", "imperial units", "passive voice"],
+    },
+    "uz": {
+        "name": ["Aziza", "Bobur", "Nodira", "Sanjar", "Lola", "Ulug'bek", "Dildora", "Rustam"],
+        "rel": ["xotinim", "erim", "qizim", "o'g'lim", "opam", "ukam", "rahbarim", "sherigim"],
+        "pet": ["Oppoq", "Qoravoy", "Mosh", "Bars", "Laylak"],
+        "org": ["Ipak Yo'li Soft", "Zarafshon Med", "Orzu Logistika", "Nur Bank"],
+        "project": ["Mayoq", "Chaqmoq", "Lola", "Bulut"],
+        "city": ["Urganch", "Qarshi", "Navoiy", "Termiz", "Jizzax"],
+        "opt": ["ikkinchi taklif", "kichikroq kvartira", "yillik tarif", "Hetzner", "qizil dizayn"],
+        "thing": ["emoji", "uzun kirish", "undov belgilari", "fut va dyuym", "majhul nisbat"],
+    },
+    "ru": {
+        "name": ["Азиза", "Томаш", "Нора", "Ильза", "Кирилл", "Мирра", "Данила", "Юлиан"],
+        "rel": ["жена", "муж", "дочь", "сын", "сестра", "брат", "начальник", "партнёр"],
+        "pet": ["Вафля", "Мисо", "Бруно", "Перчик", "Юнга"],
+        "org": ["«Северный ветер»", "«Кестрел Мед»", "«Синий кит»", "«Сад и сосна»"],
+        "project": ["Маяк", "Квокка", "Уголёк", "Прилив"],
+        "city": ["Пскове", "Тбилиси", "Самаре", "Твери", "Вологде"],
+        "opt": [
+            "второе предложение",
+            "квартиру поменьше",
+            "годовой тариф",
+            "Hetzner",
+            "красный дизайн",
+        ],
+        "thing": ["смайлики", "длинные вступления", "восклицательные знаки", "дюймы", "канцелярит"],
+    },
+    "zh": {
+        "name": ["阿兰", "志强", "晓雯", "国栋", "美玲", "子涵", "建华", "思远"],
+        "rel": ["老婆", "老公", "女儿", "儿子", "姐姐", "弟弟", "领导", "合伙人"],
+        "pet": ["年糕", "奶茶", "黑豆", "可乐", "布丁"],
+        "org": ["北风科技", "青禾医疗", "蓝鲸物流", "松果网络"],
+        "project": ["灯塔", "萤火", "潮汐", "松鼠"],
+        "city": ["泉州", "洛阳", "大理", "烟台", "绍兴"],
+        "opt": ["第二家报价", "小一点的房子", "年付套餐", "Hetzner", "红色方案"],
+        "thing": ["表情符号", "长篇开场白", "感叹号", "英制单位", "被动句"],
+    },
+}
+TEMPLATES3: dict[str, list[Template]] = {
+    "en": [
+        (P, "a person of the user's", "my {rel} {name} is joining the call later"),
+        (P, "a person of the user's", "{name}, my {rel}, handles the money side"),
+        (P, "the user's pet", "we got a puppy, his name is {pet}"),
+        (P, "the user's employer", "I work for {org} now"),
+        (P, "the user's project", "the side project is called {project}"),
+        (P, "the user's place", "we moved to {city} in the spring"),
+        ((), "someone else's person", "is {name} a common name where you are?"),
+        ((), "reported", "my {rel} says {org} is hiring"),
+        ((), "hypothetical", "if we moved to {city}, how cold would it get?"),
+        ((), "question", "what should we call the project, {project} maybe?"),
+        (D, "decision told as done", "we took {opt} in the end"),
+        (D, "decision told as done", "went with {opt}, it was the obvious pick"),
+        ((), "question", "would you take {opt}?"),
+        ((), "undecided", "still weighing {opt} against {opt2}"),
+        (F, "lasting dislike as an instruction", "no {thing}, ever"),
+        (F, "lasting dislike", "I can't bear {thing}"),
+        ((), "question", "do people still use {thing}?"),
+    ],
+    "uz": [
+        (P, "a person of the user's", "{rel} {name} ham qo'ng'iroqqa qo'shiladi"),
+        (P, "a person of the user's", "{name}, {rel}, pul masalalariga qaraydi"),
+        (P, "the user's pet", "kuchuk oldik, ismi {pet}"),
+        (P, "the user's employer", "hozir {org}da ishlayman"),
+        (P, "the user's project", "qo'shimcha loyihamiz nomi {project}"),
+        (P, "the user's place", "bahorda {city}ga ko'chib o'tdik"),
+        ((), "question", "{name} degan ism sizlarda ko'p uchraydimi?"),
+        ((), "reported", "{rel} {org} ishchi qidiryapti deydi"),
+        ((), "hypothetical", "agar {city}ga ko'chsak, qish qanchalik sovuq bo'ladi?"),
+        (D, "decision told as done", "oxiri {opt}ni oldik"),
+        (D, "decision told as done", "{opt}ga to'xtaldik, eng to'g'ri tanlov edi"),
+        ((), "question", "siz {opt}ni olarmidingiz?"),
+        ((), "undecided", "{opt} bilan {opt2} orasida hali o'ylayapmiz"),
+        (F, "lasting dislike as an instruction", "{thing} hech qachon kerak emas"),
+        (F, "lasting dislike", "{thing}ni umuman yoqtirmayman"),
+        ((), "question", "hozir ham {thing} ishlatishadimi?"),
+    ],
+    "ru": [
+        (P, "a person of the user's", "у меня {rel} {name}, подключится к созвону позже"),
+        (P, "a person of the user's", "за деньги у нас отвечает {name}, мой партнёр"),
+        (P, "the user's pet", "мы взяли щенка, зовут {pet}"),
+        (P, "the user's employer", "теперь работаю в {org}"),
+        (P, "the user's project", "наш побочный проект называется {project}"),
+        (P, "the user's place", "весной переехали, живём теперь в {city}"),
+        ((), "question", "{name} — частое имя у вас?"),
+        ((), "reported", "знакомый говорит, что {org} набирает людей"),
+        ((), "hypothetical", "если бы мы жили в {city}, было бы холоднее?"),
+        (D, "decision told as done", "в итоге взяли {opt}"),
+        (D, "decision told as done", "выбрали {opt}, без вариантов"),
+        ((), "question", "ты бы взял {opt}?"),
+        ((), "undecided", "всё ещё сравниваем {opt} и {opt2}"),
+        (F, "lasting dislike as an instruction", "{thing} — нет, никогда"),
+        (F, "lasting dislike", "терпеть не могу {thing}"),
+        ((), "question", "а {thing} ещё кто-то использует?"),
+    ],
+    "zh": [
+        (P, "a person of the user's", "我{rel}{name}晚点也会进会议"),
+        (P, "a person of the user's", "{name}是我{rel}，管钱的"),
+        (P, "the user's pet", "我们新养了只小狗，叫{pet}"),
+        (P, "the user's employer", "我现在在{org}上班"),
+        (P, "the user's project", "我们的业余项目叫{project}"),
+        (P, "the user's place", "我们春天搬到了{city}"),
+        ((), "question", "{name}这个名字常见吗？"),
+        ((), "reported", "我{rel}说{org}在招人"),
+        ((), "hypothetical", "如果搬到{city}，冬天会很冷吗？"),
+        (D, "decision told as done", "最后还是选了{opt}"),
+        (D, "decision told as done", "定了{opt}，没什么好犹豫的"),
+        ((), "question", "换你会选{opt}吗？"),
+        ((), "undecided", "{opt}和{opt2}还在比较"),
+        (F, "lasting dislike as an instruction", "永远别给我用{thing}"),
+        (F, "lasting dislike", "我特别受不了{thing}"),
+        ((), "question", "现在还有人用{thing}吗？"),
+    ],
+}
+SETS["generated3"] = (TEMPLATES3, VOCAB3, "template3", "w", "-3", 3)
 
 
 def _fill(template: str, vocab: dict[str, list[str]], rng: random.Random) -> str:

@@ -240,7 +240,7 @@ def test_additions_never_raise_nor_repeat_the_rules(text: str, hits: set[str]) -
 
 def test_the_generated_corpus_is_reproducible() -> None:
     generator = bench("gen_capture_corpus")
-    for folder in ("generated", "generated2"):
+    for folder in generator.SETS:
         for lang in LANGUAGES:
             assert generator.render(lang, folder) == (CORPUS / folder / f"{lang}.jsonl").read_text(
                 encoding="utf-8"
@@ -260,6 +260,7 @@ GROWN = [
     ("native", "native"),
     ("native2", "native2"),
     ("generated2", "template2"),
+    ("generated3", "template3"),
 ]
 
 
