@@ -20,8 +20,9 @@ tuned on) and ``recheck2`` (``recheck2/``, written after the last round-2 rule
 change and never tuned on) and ``native`` (``native/``, written by hand from
 the guide before measuring the rules on it, measured once, then trained on)
 and ``native2`` (``native2/``, the same method, the paraphrase families and
-hard negatives issue 17 still misses) and ``template2`` (``generated2/``,
-the second template set of ``bench/gen_capture_corpus.py``).
+hard negatives issue 17 still misses) and ``template2`` and ``template3``
+(``generated2/``, ``generated3/``: the second and third template sets of
+``bench/gen_capture_corpus.py``).
 
 ``unseen/`` and ``unseen2/`` (each written blind by someone who never saw
 the rules) are the held-out test sets of issue 17 and are **never** trained
@@ -65,6 +66,7 @@ FOLDERS = {
     "native": CORPUS / "native",
     "native2": CORPUS / "native2",
     "template2": CORPUS / "generated2",
+    "template3": CORPUS / "generated3",
 }
 # held-out test folders: never in FOLDERS, never trained on
 TEST_ONLY = ("unseen", "unseen2")
