@@ -6,17 +6,18 @@ remember). Two cross-validations, each fold training the scorer with
 ``bench/train_capture.py``'s ``train`` on the other groups only:
 
 * **by author**: hold out ``blind``, ``template``, ``hand``, ``probe``, ``fresh``,
-  ``paraphrase``, ``recheck``, ``recheck2`` or ``native``; train on the
-  rest (``original`` included). ``original`` — the messages the rules were
-  written from — is never a test group. The per-language table pools the
-  held-out folds: every message is predicted by a model that never saw
-  its author's messages.
-
-``unseen/`` (``train_capture.TEST_ONLY``) is in neither cross-validation: it
-is the held-out test set, never trained on and never a fold here; measure it
-with ``bench/capture_author.py --folder unseen``.
+  ``paraphrase``, ``recheck``, ``recheck2``, ``native``, ``native2``,
+  ``template2`` or ``template3``; train on the rest (``original`` included). ``original`` —
+  the messages the rules were written from — is never a test group. The
+  per-language table pools the held-out folds: every message is predicted
+  by a model that never saw its author's messages.
 * **by language**: hold out one language (train on the other three, all
   authors); test on its messages not in ``original``.
+
+``unseen/`` and ``unseen2/`` (``train_capture.TEST_ONLY``) are in neither
+cross-validation: they are the held-out test sets, never trained on and never
+a fold here; measure them with ``bench/capture_author.py --folder unseen``
+(or ``unseen2``).
 
 Each variant in ``VARIANTS`` is run through both; the shipped one is
 ``shipped``. Timing: ``scan`` per 200-character message (en/uz messages
@@ -35,6 +36,7 @@ import statistics
 import sys
 import timeit
 from collections import defaultdict
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +75,28 @@ TRIES: dict[str, dict[str, Any]] = {
     "pw2_0.6": {"positive_weight": 2.0, "threshold": 0.6},
     "pw3_0.7": {"positive_weight": 3.0, "threshold": 0.7},
     "pw2_0.65": {"positive_weight": 2.0, "threshold": 0.65},
+    # the tries with native2/ and generated2/ (docs/capture.md); "pw2_0.6" (the
+    # shipped setting before them), "pw3_0.7" and "pw2_0.65" (shipped since) above
+    "pw2_0.55": {"positive_weight": 2.0, "threshold": 0.55},
+    "pw2_0.7": {"positive_weight": 2.0, "threshold": 0.7},
+    "pw2_0.75": {"positive_weight": 2.0, "threshold": 0.75},
+    "pw1.5_0.6": {"positive_weight": 1.5, "threshold": 0.6},
+    "pw3_0.6": {"positive_weight": 3.0, "threshold": 0.6},
+    "pw1.5_0.55": {"positive_weight": 1.5, "threshold": 0.55},
+    "pw1.5_0.65": {"positive_weight": 1.5, "threshold": 0.65},
+    "pw2.5_0.65": {"positive_weight": 2.5, "threshold": 0.65},
+    "pw2.5_0.7": {"positive_weight": 2.5, "threshold": 0.7},
+    "pw3_0.75": {"positive_weight": 3.0, "threshold": 0.75},
+    "pw4_0.8": {"positive_weight": 4.0, "threshold": 0.8},
+    "pw2_0.65_l2_3e-5": {"positive_weight": 2.0, "threshold": 0.65, "l2": 3e-5},
+    "pw2_0.65_l2_3e-4": {"positive_weight": 2.0, "threshold": 0.65, "l2": 3e-4},
+    "pw2_0.65_steps_200": {"positive_weight": 2.0, "threshold": 0.65, "steps": 200},
+    "pw2_0.65_steps_450": {"positive_weight": 2.0, "threshold": 0.65, "steps": 450},
+    "pw2_0.7_steps_150": {"positive_weight": 2.0, "threshold": 0.7, "steps": 150},
+    "pw2_0.7_steps_200": {"positive_weight": 2.0, "threshold": 0.7, "steps": 200},
+    "pw2_0.7_steps_250": {"positive_weight": 2.0, "threshold": 0.7, "steps": 250},
+    "pw2_0.75_steps_150": {"positive_weight": 2.0, "threshold": 0.75, "steps": 150},
+    "pw2_0.75_steps_200": {"positive_weight": 2.0, "threshold": 0.75, "steps": 200},
 }
 
 Counts = dict[str, list[int]]
@@ -124,7 +148,13 @@ def as_model(trained: Any) -> Model:
     )
 
 
-def cross_validate(messages: list[dict[str, Any]], options: dict[str, Any]) -> dict[str, Any]:
+def cross_validate(
+    messages: list[dict[str, Any]], options: dict[str, Any], apart: Collection[str] = ()
+) -> dict[str, Any]:
+    """Both cross-validations of ``options``. The messages of the authors in
+    ``apart`` are trained on and held out like the others but also left out
+    of the ``common/...`` tables, so that figures over the same test messages
+    compare across corpora (``--without`` one of them, ``--apart`` the same)."""
     counts: dict[str, Counts] = defaultdict(dict)
     for author in TEST_AUTHORS:
         model = as_model(train([m for m in messages if m["author"] != author], **options))
@@ -133,11 +163,17 @@ def cross_validate(messages: list[dict[str, Any]], options: dict[str, Any]) -> d
                 got = predict(message, chosen)
                 tally(counts, message, got, f"author/{key}")
                 tally(counts, message, got, f"author:{author}/{key}")
+                if apart and author not in apart:
+                    tally(counts, message, got, f"common/author/{key}")
     for lang in LANGUAGES:
         model = as_model(train([m for m in messages if m["lang"] != lang], **options))
         for message in (m for m in messages if m["lang"] == lang and m["author"] != "original"):
             for key, chosen in (("rules", None), ("scorer", model)):
-                tally(counts, message, predict(message, chosen), f"language/{key}")
+                got = predict(message, chosen)
+                tally(counts, message, got, f"language/{key}")
+                tally(counts, message, got, f"language:{message['author']}/{key}")
+                if apart and message["author"] not in apart:
+                    tally(counts, message, got, f"common/language/{key}")
     return {key: report(table) for key, table in sorted(counts.items())}
 
 
@@ -172,19 +208,39 @@ def main(argv: list[str] | None = None) -> int:
         "--variants", nargs="*", default=list(VARIANTS), choices=[*VARIANTS, *TRIES]
     )
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument(
+        "--without",
+        nargs="*",
+        default=[],
+        choices=TEST_AUTHORS,
+        help="leave these authors out of the corpus (to measure what adding them did)",
+    )
+    parser.add_argument(
+        "--apart",
+        nargs="*",
+        default=[],
+        choices=TEST_AUTHORS,
+        help="also report (common/...) the folds and messages of every other author",
+    )
     args = parser.parse_args(argv)
-    messages = load_corpus()
+    messages = [m for m in load_corpus() if m["author"] not in args.without]
     groups: dict[str, int] = defaultdict(int)
     for message in messages:
         groups[f"{message['author']}/{message['lang']}"] += 1
     results: dict[str, Any] = {"messages": dict(sorted(groups.items())), "variants": {}}
     for name in args.variants:
-        results["variants"][name] = cross_validate(messages, {**VARIANTS, **TRIES}[name])
+        results["variants"][name] = cross_validate(
+            messages, {**VARIANTS, **TRIES}[name], args.apart
+        )
         shown = results["variants"][name]
         print(
             name,
             json.dumps(
-                {k: v["overall"] for k, v in shown.items() if k.count("/") == 1 and ":" not in k}
+                {
+                    k: v["overall"]
+                    for k, v in shown.items()
+                    if ":" not in k and k.count("/") == 1 + k.startswith("common/")
+                }
             ),
             flush=True,
         )

@@ -281,10 +281,11 @@ def test_additions_never_raise_nor_repeat_the_rules(text: str, hits: set[str]) -
 
 def test_the_generated_corpus_is_reproducible() -> None:
     generator = bench("gen_capture_corpus")
-    for lang in LANGUAGES:
-        assert generator.render(lang) == (CORPUS / "generated" / f"{lang}.jsonl").read_text(
-            encoding="utf-8"
-        )
+    for folder in generator.SETS:
+        for lang in LANGUAGES:
+            assert generator.render(lang, folder) == (CORPUS / folder / f"{lang}.jsonl").read_text(
+                encoding="utf-8"
+            )
 
 
 # the corpus folders grown after the first labelled files, and their authors
@@ -298,6 +299,9 @@ GROWN = [
     ("recheck2", "recheck2"),
     ("unseen", "unseen"),
     ("native", "native"),
+    ("native2", "native2"),
+    ("generated2", "template2"),
+    ("generated3", "template3"),
 ]
 
 
@@ -332,16 +336,22 @@ def test_training_is_deterministic() -> None:
     assert np.array_equal(first.bias, second.bias)
 
 
-def test_the_held_out_folder_is_never_trained_on(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("held_out", ["unseen", "unseen2"])
+def test_the_held_out_folder_is_never_trained_on(
+    monkeypatch: pytest.MonkeyPatch, held_out: str
+) -> None:
     trainer = bench("train_capture")
-    assert "unseen" in trainer.TEST_ONLY
+    assert held_out in trainer.TEST_ONLY
     assert all(
         author not in trainer.TEST_ONLY and folder.name not in trainer.TEST_ONLY
         for author, folder in trainer.FOLDERS.items()
     )
-    monkeypatch.setitem(trainer.FOLDERS, "unseen", CORPUS / "unseen")
-    with pytest.raises(ValueError, match="held-out"):
-        trainer.load_corpus()
+    # refused by author name and by folder name alike, before any file is read
+    for author, folder in ((held_out, CORPUS / "native"), ("other", CORPUS / held_out)):
+        monkeypatch.setitem(trainer.FOLDERS, author, folder)
+        with pytest.raises(ValueError, match="held-out"):
+            trainer.load_corpus()
+        monkeypatch.delitem(trainer.FOLDERS, author)
 
 
 @given(st.text(alphabet="abz09 ?!:,;-_.'\n", max_size=80))
