@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memstrata.index import hybrid as H
-from memstrata.index.answers import answer_type, says
+from memstrata.index.answers import answer_type, gathers, says
 from memstrata.index.chunks import Chunk
 from memstrata.index.dates import dates_in
 from memstrata.index.mirror import Mirror
@@ -32,6 +32,7 @@ QUERIES = (
     "where is the meeting in May 2023",
     "who wrote the report",
     "plain words only",
+    "what trips have alice and bob both taken",  # gathers: diversity ``gather``
 )
 
 
@@ -100,8 +101,9 @@ def _factored_reference(index, query, terms, fused, k, weights, now):  # type: i
             score *= 0.9 + 0.1 * 0.5 ** (age_days / weights.recency_half_life_days)
         scored.append((score, cid))
     scored.sort(key=lambda pair: (-pair[0], pair[1]))
-    if weights.diversity:
-        scored = diversify(scored, chunks, weights.diversity, k)
+    diversity = weights.diversity or (weights.gather if gathers(query) else 0.0)
+    if diversity:
+        scored = diversify(scored, chunks, diversity, k)
     return scored
 
 
@@ -152,6 +154,7 @@ weights_strategy = st.builds(
     when=st.sampled_from((0.0, 0.6)),
     date=st.sampled_from((0.0, 2.0)),
     diversity=st.sampled_from((0.0, 0.3, 0.9)),
+    gather=st.sampled_from((0.0, 0.2)),
     recency_half_life_days=st.sampled_from((0.0, 1.0)),
     neighbours=st.sampled_from((0.0, 0.3, 1.5)),
     session=st.sampled_from((0.0, 0.7)),

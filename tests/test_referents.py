@@ -14,9 +14,15 @@ AT = datetime(2023, 5, 8, 10, tzinfo=UTC)
 
 def test_salient_words_are_content_words_longest_first() -> None:
     said = "Yeah, we went to the pottery workshop with the kids on Saturday"
-    assert salient(said) == ["workshop", "Saturday", "pottery", "went", "kids"]
+    assert salient(said, 6) == ["workshop", "Saturday", "pottery", "went", "kids"]
     assert salient("oh wow that is so cool") == []
-    assert len(salient("alpha bravo charlie delta echoes foxtrot golfing hotels")) == 6
+    assert len(salient("alpha bravo charlie delta echoes foxtrot golfing hotels", 6)) == 6
+
+
+def test_three_words_by_default() -> None:
+    """Three, chosen on LoCoMo by nested leave-one-out among 3 / 6 / 10 / all."""
+    said = "Yeah, we went to the pottery workshop with the kids on Saturday"
+    assert salient(said) == ["workshop", "Saturday", "pottery"]
 
 
 def test_refers_to_what_was_said_before() -> None:

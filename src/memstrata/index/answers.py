@@ -3,14 +3,16 @@ raises chunks that say when something happened, "how many / much / often /
 long" ones a number, "where" ones a place, "who" ones a name. Which type a
 query asks for is read from its first words (``answer_type``); whether a
 chunk holds one is read once per chunk and type and kept in ``Index.marks``
-(``says``). The patterns are compiled once, at import."""
+(``says``). A question that gathers what was said over many sessions
+("What books has John read?") is told apart by ``gathers``. The patterns are
+compiled once, at import."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import MutableMapping
 
-__all__ = ["answer_type", "says"]
+__all__ = ["answer_type", "gathers", "says"]
 
 _HOW_MANY = re.compile(r"^\s*how (?:many|much|often|long)\b", re.I)
 _WHERE = re.compile(r"^\s*where\b", re.I)
@@ -29,6 +31,15 @@ _TIME_WORDS = re.compile(
     re.I,
 )
 _ANSWERS = (_TIME_WORDS, _NUMBER, _PLACE, _NAME)
+# "both", "in common", "how many times", "What books has ...", "Which cities
+# have ...", "What activities ...": on LoCoMo 65 of the 78 questions it takes
+# are multi-hop ones (their evidence in several sessions), 9 single-hop.
+_GATHERS = re.compile(
+    r"\bboth\b|\bin common\b|\bhow many times\b"
+    r"|^\s*(?:what|which)\s+(?:\w+\s+)?\w+s\s+(?:has|have|does|do|did)\b"
+    r"|^\s*what (?:\w+ )?(?:activities|things|books|events|places|hobbies|items|types|kinds)\b",
+    re.I,
+)
 
 
 def answer_type(query: str) -> int | None:
@@ -43,6 +54,12 @@ def answer_type(query: str) -> int | None:
     if _WHO.search(query):
         return 3
     return None
+
+
+def gathers(query: str) -> bool:
+    """Whether ``query`` gathers things said at several times (its answer is
+    spread over sessions), by its form."""
+    return _GATHERS.search(query) is not None
 
 
 def says(marks: MutableMapping[int, int], cid: int, text: str, kind: int) -> bool:

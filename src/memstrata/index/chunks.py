@@ -38,7 +38,7 @@ from ..model import Item, parse_time_or_none
 from ..storage.layers import LAYERS, layer_of
 from ..storage.volume import Stat
 from ..storage.workspace import Workspace
-from .relative_dates import resolved_dates
+from .relative_dates import month_of, resolved_dates
 
 __all__ = [
     "MAX_CHUNK_CHARS",
@@ -89,14 +89,14 @@ class Chunk:
 
     @property
     def words(self) -> str:
-        """What BM25 reads: ``body``, and for a transcript message the dates
-        its relative time words name (``relative_dates``: "yesterday" said
-        on 8 May 2023 adds "7 May 2023 May 2023"). Not the embedder's: a
-        static table's mean of token rows was diluted by them (docs/search.md)."""
+        """What BM25 reads: ``body``, and for a dated transcript message the
+        dates its relative time words name (``relative_dates``: "yesterday"
+        said on 8 May 2023 adds "7 May 2023 May 2023") and the month it was
+        said in ("May 2023"). Not the embedder's: a static table's mean of
+        token rows was diluted by them (docs/search.md)."""
         if self.layer == "transcripts" and self.created_at is not None:
-            dates = resolved_dates(self.text, self.created_at.date())
-            if dates:
-                return f"{self.body} ({' '.join(dates)})"
+            day = self.created_at.date()
+            return f"{self.body} ({' '.join([*resolved_dates(self.text, day), month_of(day)])})"
         return self.body
 
 

@@ -3,9 +3,11 @@ and vector candidates fused, then weighted by context, source, speaker, date
 and (optionally) recency.
 
 1. Candidates: the best ``candidates`` chunks by BM25 (``Lexical``, in RAM)
-   and by cosine similarity to the query's embedding (``Vectors``), each list
-   filtered. An index that is a ``CandidateSource`` may find either list
-   itself (PostgreSQL: full-text search and HNSW in SQL); the rest is the same.
+   and by cosine similarity to the query's embedding (``Vectors``; the
+   embedder reads the query without the transcripts' speaker names,
+   ``text.without_names``), each list filtered. An index that is a
+   ``CandidateSource`` may find either list itself (PostgreSQL: full-text
+   search and HNSW in SQL); the rest is the same.
 2. Fusion: ``w_bm25 * s_bm25 + w_vector * s_vector`` with each list's scores
    scaled to [FLOOR_PART, 1] over its candidates (``minmax``: the weakest
    candidate still counts, every match is kept), or weighted reciprocal
@@ -16,7 +18,8 @@ and (optionally) recency.
 4. Factors: the source's weight (the user's words count most, tool output
    least), the layer's (raw logs a little less than curated memory), a
    speaker the query names, a date the query names, recency.
-5. Optional diversity across sessions (MMR-like).
+5. Diversity across sessions (MMR-like): an option, and on by default for
+   a question that gathers what was said at several times (``gather``).
 
 With no embedder it is BM25 alone (step 1 has one list), and the caller says so.
 """
@@ -34,13 +37,13 @@ from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 from ..errors import InvalidInput
-from .answers import answer_type, says
+from .answers import answer_type, gathers, says
 from .chunks import Chunk
 from .dates import dates_in
 from .lexical import Lexical, stemmed
 from .protocol import Index
 from .relevance import RELEVANCE, Relevance, diversify, relevance
-from .text import query_terms
+from .text import query_terms, without_names
 from .vectors import Vectors
 
 if TYPE_CHECKING:
@@ -114,6 +117,11 @@ class Weights:
     # Diversity (MMR-like, by session): the n-th hit from one session counts
     # (1 - diversity) ** n of its score, so the top k spread over sessions.
     diversity: float = 0.0
+    # ... and the diversity of a question that gathers what was said at
+    # several times ("What books has John read?", "both", "in common":
+    # ``answers.gathers``) when ``diversity`` is 0 (issue 16, LoCoMo
+    # leave-one-out: the folds chose 0.2 five times out of five).
+    gather: float = 0.2
     # Answer type: a "when …?" query raises chunks that say when something
     # happened ("yesterday", "last week", a date); "how many/much" ones with a
     # number; "where" ones naming a place ("in Paris", "at the park").
@@ -133,6 +141,8 @@ class Weights:
             raise InvalidInput(f"fusion must be 'minmax' or 'rrf', not {self.fusion!r}")
         if not 0.0 <= self.diversity < 1.0:
             raise InvalidInput("diversity must be in [0, 1)")
+        if not 0.0 <= self.gather < 1.0:
+            raise InvalidInput("gather must be in [0, 1)")
         if self.candidates < 1:
             raise InvalidInput("candidates must be >= 1")
 
@@ -298,10 +308,13 @@ def hybrid(
 
     source = index if isinstance(index, CandidateSource) else None
     embedding = embed is not None and vectors is not None and bool(index.vectors) and weights.vector
+    # What the embedder reads: the query without the speakers' names (they
+    # are in every turn's "Speaker: text"; BM25 and the speaker factor read them)
+    said = without_names(query, terms, lexical.speakers(index)) if embedding else query
     early: Future[Ranked] | None = None
     if embedding and len(chunks) >= OVERLAP_ABOVE and not (source and source.finds(None)[0]):
         early = _in_background(bm25)  # BM25 ranks while the query is embedded
-    vector = embed(query) if embedding and embed is not None else None
+    vector = embed(said) if embedding and embed is not None else None
     found: Ranked | None = None
     near: Ranked | None = None
     finds = source.finds(vector) if source is not None else (False, False)
@@ -398,6 +411,7 @@ def _factored(
     mentions = dates_in(query) if weights.date else []
     answer = answer_type(query) if weights.when else None
     half_life = weights.recency_half_life_days if now is not None else 0.0
+    diversity = weights.diversity or (weights.gather if weights.gather and gathers(query) else 0.0)
     marks = index.marks
     ceiling = _ceiling(weights, bool(named), answer is not None, bool(mentions))
     order = sorted(fused.items(), key=itemgetter(1), reverse=True)
@@ -407,11 +421,11 @@ def _factored(
     check_at = k
     for cid, score in order:
         if prune and len(best) >= k and score * ceiling < best[0]:  # type: ignore[operator]
-            if not weights.diversity:
+            if not diversity:
                 break
             if len(scored) >= check_at:  # diversified, the k-th may be lower: look
                 check_at = 2 * len(scored)
-                kept = diversify(sorted(scored, key=_best_first), chunks, weights.diversity, k)
+                kept = diversify(sorted(scored, key=_best_first), chunks, diversity, k)
                 if len(kept) >= k and score * ceiling < kept[-1][0]:  # type: ignore[operator]
                     break
         chunk = chunks[cid]
@@ -432,8 +446,8 @@ def _factored(
         elif score > best[0]:
             heapq.heapreplace(best, score)
     scored.sort(key=_best_first)
-    if weights.diversity:
-        scored = diversify(scored, chunks, weights.diversity, k)
+    if diversity:
+        scored = diversify(scored, chunks, diversity, k)
     return scored
 
 

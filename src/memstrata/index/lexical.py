@@ -330,6 +330,10 @@ class Lexical:
         self._lock = threading.Lock()
         self._bm25 = BM25()
         self._seen = 0  # place in index.chunk_log
+        # The names transcript turns are said by (``speakers``), and their own
+        # place in the log: they follow the index even where BM25 ranks in SQL.
+        self._names: frozenset[str] = frozenset()
+        self._names_seen = 0
 
     @property
     def live(self) -> int:
@@ -349,6 +353,28 @@ class Lexical:
             with index.lock:  # writers hold it: the mirror holds still while we read it
                 self._catch_up(index)
             return self._bm25.top(terms, limit, k1=k1, b=b)
+
+    def speakers(self, index: Index) -> frozenset[str]:
+        """The speakers' names of ``index``'s transcript turns (their titles,
+        lower-cased). A name stays until the index is cleared, even once its
+        turns are removed: it is only ever kept from a query's embedding
+        (``text.without_names``)."""
+        with self._lock, index.lock:
+            log = index.chunk_log
+            if self._names_seen < len(log):
+                names = set(self._names)
+                chunks = index.chunks
+                for op, cid in log[self._names_seen :]:
+                    if op == 0:
+                        names.clear()
+                    elif op > 0:
+                        chunk = chunks.get(cid)
+                        if chunk is not None and chunk.title and chunk.layer == "transcripts":
+                            names.add(chunk.title.lower())
+                self._names_seen = len(log)
+                if names != self._names:
+                    self._names = frozenset(names)
+            return self._names
 
     def coverage(self, terms: list[str], held: set[str], background: int) -> float:
         """``BM25.coverage`` in the index as of its last ``top``."""

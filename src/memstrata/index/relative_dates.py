@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable
 from datetime import date, timedelta
 
-__all__ = ["resolved_dates"]
+__all__ = ["month_of", "resolved_dates"]
 
 MONTHS = (
     "January",
@@ -60,6 +60,13 @@ def _day(day: date) -> str:
 def _month(day: date, shift: int = 0) -> str:
     months = day.year * 12 + day.month - 1 + shift
     return f"{MONTHS[months % 12]} {months // 12}"
+
+
+def month_of(day: date) -> str:
+    """The month ``day`` is in, as indexed beside every dated transcript turn
+    ("May 2023"): a question that names the month also finds, by its words,
+    what was said then (issue 16; the date factor raises only the candidates)."""
+    return _month(day)
 
 
 def _weekday(match: re.Match[str], day: date) -> str:

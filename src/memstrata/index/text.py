@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["STOPWORDS", "index_text", "query_terms"]
+__all__ = ["STOPWORDS", "index_text", "query_terms", "without_names"]
 
 _APOSTROPHE = re.compile(r"(?<=[^\W\d_])['‘’`ʼ](?=[^\W\d_])")
 _CLITIC = re.compile(r"(?:s|t|re|ve|ll|d|m)(?![^\W_])", re.IGNORECASE)
@@ -92,3 +92,18 @@ def query_terms(text: str) -> list[str]:
         terms += [run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)]
     kept = [term for term in dict.fromkeys(terms) if term not in _STOP]
     return kept or list(dict.fromkeys(terms))
+
+
+def without_names(query: str, terms: list[str], names: frozenset[str]) -> str:
+    """``query`` without the words of ``terms`` (``query_terms``) that are in
+    ``names`` (lower-cased), nor their ``'s``: what the embedder reads of a
+    query (issue 16). Every transcript turn is embedded as ``Speaker: text``,
+    so a speaker's name in the question pulls towards all of that speaker's
+    turns alike and away from what was said; the speaker factor and BM25 still
+    read the name. A query that is nothing but names stays as it is."""
+    named = [term for term in terms if term in names]
+    if not named:
+        return query
+    pattern = r"\b(?:" + "|".join(map(re.escape, named)) + r")(?:['‘’`ʼ]s)?\b"
+    left = " ".join(re.sub(pattern, " ", query, flags=re.IGNORECASE).split())
+    return left if _WORD.search(left) else query

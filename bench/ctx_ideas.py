@@ -1,0 +1,496 @@
+"""Issue 16, second round: contextual vectors, referents tuning, the session's
+date as words, the query's scaffolding kept from the embedder; each measured
+by nested leave-one-conversation-out cross-validation, as ``recall_ideas.py``.
+
+Nothing in ``src`` is changed; three seams are wrapped for the run:
+
+* ``lexical.bm25_text`` (what BM25 and the floor's coverage read of a chunk):
+  a *BM25 variant* ("ref3", "sessdate", ...) is the text built another way;
+  the postings are built at the first search of a fresh workspace, so each
+  BM25 variant records the conversations again.
+* ``hybrid._nearest`` (the vector list): a *vector variant* scores each turn
+  by its own cosine mixed with the cosine of its window (the turn before and
+  the turn, or before, turn and after, embedded as one text), with a grid of
+  mixes; weight 0 is the turn's cosine alone.
+* ``MiniLMEmbedder.embed``: a disk cache keyed by text (``--cache``), so a
+  variant embeds only what it has not seen; and a *query variant* strips the
+  question's scaffolding or the speakers' names from the text the embedder
+  reads (BM25 reads the question as it is).
+
+For each conversation and variant: recall@1/5/10/20 and the session hit of
+every question and the relevance of the 200 unrelated queries
+(``locomo_cv.Observed``); then for each held-out conversation the variant
+(within a family: its weights, or the BM25 variants compared) with the best
+recall@10 (then @5) on the other four, the floor chosen on the four with it,
+both measured on the fifth.
+
+Run::
+
+    nice .venv/bin/python bench/ctx_ideas.py --data ../shared/data/locomo/locomo_dev.json \\
+        --bm25 shipped ref3 ref10 --search none ctxmix_prev --json /tmp/ctx.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import pickle
+import re
+import shutil
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memstrata.benchmarks import locomo, locomo_cv
+from memstrata.benchmarks.locomo import DEFAULT_KS, session_hit
+from memstrata.benchmarks.retrievers import record_conversation
+from memstrata.benchmarks.unrelated import UNRELATED
+from memstrata.embed.onnx import MiniLMEmbedder
+from memstrata.index import hybrid as hybrid_module
+from memstrata.index import lexical as lexical_module
+from memstrata.index import relevance as relevance_module
+from memstrata.index.hybrid import Weights
+from memstrata.index.referents import refers, salient
+from memstrata.memory import Memory
+
+OFF = Weights(floor_lexical=0.0, floor_vector=0.0, floor_lexical_alone=0.0)
+STATE: dict[str, Any] = {
+    "bm25": "shipped",
+    "vec": "none",
+    "weight": 0.0,
+    "query": "",
+    "speakers": (),
+    "windows": None,
+    "qfixed": 0,  # a query mode for every variant of the run (``--qstrip``)
+    "turn_text": False,  # the vector variants embed the turn without "Speaker: "
+}
+
+# --- the embedding cache ---------------------------------------------------------------
+
+CACHE: dict[str, bytes] = {}
+CACHE_FILE: Path | None = None
+_ORIGINAL_EMBED = MiniLMEmbedder.embed
+
+
+def _key(text: str) -> str:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
+def cached_embed(self: MiniLMEmbedder, texts: Sequence[str]) -> np.ndarray:
+    items = list(texts)
+    mode = int(STATE["weight"]) if STATE["vec"] == "qstrip" else STATE["qfixed"]
+    if mode and items == [STATE["query"]]:
+        items = [strip_query(items[0], mode, STATE["speakers"])]
+    keys = [_key(t) for t in items]
+    missing = [i for i, k in enumerate(keys) if k not in CACHE]
+    if missing:
+        fresh = _ORIGINAL_EMBED(self, [items[i] for i in missing])
+        for row, i in enumerate(missing):
+            CACHE[keys[i]] = np.asarray(fresh[row], dtype=np.float32).tobytes()
+    return np.stack([np.frombuffer(CACHE[k], dtype=np.float32) for k in keys])
+
+
+MiniLMEmbedder.embed = cached_embed  # type: ignore[method-assign]
+
+
+def save_cache() -> None:
+    if CACHE_FILE is not None:
+        tmp = CACHE_FILE.with_suffix(".tmp")
+        tmp.write_bytes(pickle.dumps(CACHE))
+        tmp.replace(CACHE_FILE)
+
+
+# --- query variants (what the embedder reads of the question) -----------------------
+
+_SCAFFOLD = re.compile(
+    r"^\s*(?:(?:when|what|where|who|whom|which|why|how(?: many| much| long| often| old)?)"
+    r"(?:\s+(?:kind|kinds|type|types|sort)\s+of\s+\w+)?"
+    r"(?:\s+(?:did|does|do|is|was|are|were|has|have|had|would|could|might|will|can))?"
+    r"|(?:did|does|do|is|was|are|were|has|have|had|would|could|might|will|can))\b\s*",
+    re.I,
+)
+
+
+def strip_query(query: str, mode: int, speakers: Sequence[str]) -> str:
+    """1: the speakers' names out; 2: the leading question words out; 3: both."""
+    out = query
+    if mode & 2:
+        out = _SCAFFOLD.sub("", out, count=1)
+    if mode & 1:
+        for name in speakers:
+            out = re.sub(rf"\b{re.escape(name)}(?:'s|’s)?\b", " ", out, flags=re.I)
+        out = re.sub(r"\s+", " ", out).strip()
+    return out if re.search(r"\w", out) else query
+
+
+# --- BM25 variants (what BM25 reads of a turn) ----------------------------------------
+
+_ORIGINAL_BM25_TEXT = lexical_module.bm25_text
+
+
+def _around(index: Any, cid: int, chunk: Any, reach: int) -> tuple[list[Any], list[Any]]:
+    ids = index.neighbours(cid, reach)
+    before = [index.chunks[i] for i in ids if index.chunks[i].line_start < chunk.line_start]
+    after = [index.chunks[i] for i in ids if index.chunks[i].line_start > chunk.line_start]
+    return before, after
+
+
+def variant_bm25_text(index: Any, cid: int, chunk: Any) -> str:
+    variant = STATE["bm25"]
+    if variant == "shipped" or chunk.layer != "transcripts":
+        return _ORIGINAL_BM25_TEXT(index, cid, chunk)
+    words = chunk.words
+    extra: list[str] = []
+    parts = variant.split("+")
+    for part in parts:
+        if part == "sessdate" and chunk.created_at is not None:
+            day = chunk.created_at.date()
+            extra += [f"{day.day} {day:%B %Y}", f"{day:%B %Y}"]
+        elif part == "sessmonth" and chunk.created_at is not None:
+            extra += [f"{chunk.created_at.date():%B %Y}"]
+    ref = next((p for p in parts if p.startswith("ref")), "ref6")
+    m = re.fullmatch(r"ref(\d+|all|none)(prev2)?(next)?(always)?", ref)
+    if m is None:
+        raise SystemExit(f"unknown BM25 variant {variant!r}")
+    limit = {"all": 1000, "none": 0}.get(m[1]) or int(m[1])
+    if limit and (m[4] or refers(chunk.text)):
+        before, _ = _around(index, cid, chunk, 2 if m[2] else 1)
+        for previous in reversed(before):  # the nearest first
+            extra += salient(previous.text, limit)
+    if limit and m[3] and chunk.text.rstrip().endswith("?"):
+        _, after = _around(index, cid, chunk, 1)
+        for following in after:
+            extra += salient(following.text, limit)
+    return f"{words} ({' '.join(extra)})" if extra else words
+
+
+lexical_module.bm25_text = variant_bm25_text
+relevance_module.bm25_text = variant_bm25_text  # the floor's coverage reads the same text
+
+
+# --- vector variants (the turn's cosine mixed with its window's) ----------------------
+
+_ORIGINAL_NEAREST = hybrid_module._nearest
+
+
+def build_windows(memory: Memory, kind: str) -> dict[str, Any]:
+    state = memory._search._searcher()  # noqa: SLF001 - bench only
+    index = state.index
+    cids, bodies, windows = [], [], []
+    for cid, chunk in index.chunks.items():
+        if chunk.layer != "transcripts" or not chunk.live:
+            continue
+        before, after = _around(index, cid, chunk, 1)
+        own = (lambda c: c.text) if STATE["turn_text"] else (lambda c: c.body)
+        text = own(chunk)
+        if kind in ("prev", "both") and before:
+            text = f"{own(before[-1])}\n{text}"
+        if kind in ("next", "both") and after:
+            text = f"{text}\n{own(after[0])}"
+        cids.append(cid)
+        bodies.append(own(chunk))
+        windows.append(text)
+    embed = state.embedder.embed
+    start = time.perf_counter()
+    turn = np.asarray(embed(bodies), dtype=np.float32)
+    window = np.asarray(embed(windows), dtype=np.float32)
+    # the window from the turns' own vectors (nothing embedded again)
+    place = {cid: i for i, cid in enumerate(cids)}
+    avg = turn.copy()
+    for cid in cids:
+        chunk = index.chunks[cid]
+        before, after = _around(index, cid, chunk, 1)
+        near = (before[-1:] if kind in ("prev", "both") else []) + (
+            after[:1] if kind in ("next", "both") else []
+        )
+        for other in near:
+            j = next((c for c in index.neighbours(cid) if index.chunks[c] is other), None)
+            if j is not None and j in place:
+                avg[place[cid]] += turn[place[j]]
+    avg /= np.linalg.norm(avg, axis=1, keepdims=True)
+    return {
+        "cids": cids,
+        "turn": turn,
+        "window": window,
+        "avg": avg,
+        "seconds": time.perf_counter() - start,
+    }
+
+
+def patched_nearest(index, vectors, query, wide, accept):  # type: ignore[no-untyped-def]
+    windows = STATE["windows"]
+    w = STATE["weight"]
+    vec = STATE["vec"]
+    if windows is None or not w or not vec.startswith("ctx"):
+        return _ORIGINAL_NEAREST(index, vectors, query, wide, accept)
+    q = np.asarray(query, dtype=np.float32)
+    t = windows["turn"] @ q
+    s = windows["window"] @ q
+    if vec == "ctxown":
+        score = t
+    elif vec.startswith(("ctxone", "ctxavg")):  # one stored vector: the mix, normalised
+        key = ("one", w)
+        if key not in windows:
+            base = windows["window"] if vec.startswith("ctxone") else windows["avg"]
+            mixed = (1 - w) * windows["turn"] + w * base
+            windows[key] = mixed / np.linalg.norm(mixed, axis=1, keepdims=True)
+        score = windows[key] @ q
+    elif vec.startswith("ctxmix"):
+        score = (1 - w) * t + w * s
+    elif vec.startswith("ctxmax"):
+        score = np.maximum(t, w * s)
+    else:
+        raise SystemExit(f"unknown vector variant {vec!r}")
+    order = np.argsort(-score)
+    out = []
+    for i in order:
+        if score[i] <= 0 or len(out) >= wide:
+            break
+        cid = windows["cids"][i]
+        if accept(index.chunks[cid]):
+            out.append((cid, float(score[i])))
+    return out
+
+
+hybrid_module._nearest = patched_nearest  # type: ignore[assignment]
+
+GRIDS = {
+    "none": (0.0,),
+    "ctxown": (0.0, 1.0),
+    "ctxone_prev": (0.0, 0.3, 0.45, 0.6, 0.75, 0.9, 1.0),
+    "ctxone_both": (0.0, 0.3, 0.45, 0.6, 0.75, 0.9, 1.0),
+    "ctxavg_prev": (0.0, 0.15, 0.3, 0.45, 0.6),
+    "ctxavg_both": (0.0, 0.15, 0.3, 0.45, 0.6),
+    "ctxmix_prev": (0.0, 0.15, 0.3, 0.45, 0.6, 0.75, 0.9),
+    "ctxmix_both": (0.0, 0.15, 0.3, 0.45, 0.6, 0.75, 0.9),
+    "ctxmix_next": (0.0, 0.15, 0.3, 0.45, 0.6, 0.75),
+    "ctxmax_prev": (0.0, 0.85, 0.9, 0.95, 1.0),
+    "ctxmax_both": (0.0, 0.85, 0.9, 0.95, 1.0),
+    "qstrip": (0.0, 1.0, 2.0, 3.0),
+    "agg_diversity": (0.0, 0.1, 0.2, 0.35, 0.5),
+    "agg_session": (0.0, 0.25, 0.5, 0.75, 1.0),
+}
+
+
+# --- measuring -------------------------------------------------------------------------
+
+
+# A question that gathers (its evidence spread over sessions): "both", "in
+# common", "how many times", "What books has ...", "What activities ...".
+AGGREGATE = re.compile(
+    r"\bboth\b|\bin common\b|\bhow many times\b"
+    r"|^(?:what|which)\s+(?:\w+\s+)?\w+s\s+(?:has|have|does|do|did)\b"
+    r"|^what (?:\w+ )?(?:activities|things|books|events|places|hobbies|items|types|kinds)\b",
+    re.I,
+)
+
+
+def weights_for(question: str) -> Weights:
+    vec, w = STATE["vec"], STATE["weight"]
+    if not w or not vec.startswith("agg") or not AGGREGATE.search(question):
+        return OFF
+    if vec == "agg_diversity":
+        return replace(OFF, diversity=w)
+    if vec == "agg_session":
+        return replace(OFF, session=OFF.session * (1 - w), neighbours=OFF.neighbours * (1 - w))
+    raise SystemExit(f"unknown variant {vec!r}")
+
+
+def ask(memory: Memory, dia_of: dict[str, str], question: str, k: int) -> list[str]:
+    STATE["query"] = question
+    weights = weights_for(question)
+    hits = memory.search(question, k=k, layers=("transcripts",), weights=weights)
+    turns = [(hit.ref or "").partition("#")[0] for hit in hits]
+    return list(dict.fromkeys(dia_of[t] for t in turns if t in dia_of))
+
+
+def observe(
+    conversation: locomo.Conversation, searches: Sequence[str], dump: list[dict] | None
+) -> tuple[dict[tuple[str, float], locomo_cv.Observed], dict[str, float]]:
+    folder = Path(tempfile.mkdtemp(prefix="memstrata-ctx-"))
+    out: dict[tuple[str, float], locomo_cv.Observed] = {}
+    cost: dict[str, float] = {}
+    STATE["speakers"] = conversation.speakers
+    try:
+        with Memory.open(folder / "ws", embedder="minilm", session_max_turns=0) as memory:
+            start = time.perf_counter()
+            dia_of = record_conversation(memory, conversation)
+            memory.search("warm up", k=1)  # BM25's postings are built at the first search
+            cost["ingest_s"] = time.perf_counter() - start
+            STATE.update(vec="none", weight=0.0, windows=None)
+            unrelated: dict[tuple[str, float], tuple] = {}
+            for variant in searches:
+                windows = None
+                if variant.startswith("ctx"):
+                    windows = build_windows(memory, variant.partition("_")[2])
+                    cost[f"windows_s:{variant}"] = windows["seconds"]
+                for weight in GRIDS[variant]:
+                    if weight == 0.0 and ("none", 0.0) in out:
+                        out[(variant, 0.0)] = out[("none", 0.0)]
+                        continue
+                    STATE.update(vec=variant, weight=weight, windows=windows)
+                    rel = []
+                    for query in UNRELATED:
+                        ask(memory, dia_of, query, 10)
+                        rel.append(locomo_cv._last())  # noqa: SLF001
+                    asked = []
+                    start = time.perf_counter()
+                    for question in conversation.questions:
+                        if not question.evidence:
+                            continue
+                        found = ask(memory, dia_of, question.text, max(DEFAULT_KS))
+                        wanted = set(question.evidence)
+                        recalls = tuple(
+                            len(wanted.intersection(found[:k])) / len(wanted) for k in DEFAULT_KS
+                        )
+                        asked.append(
+                            locomo_cv.Asked(
+                                question.category,
+                                recalls,
+                                session_hit(question.evidence, found),
+                                locomo_cv._last(),  # noqa: SLF001
+                            )
+                        )
+                        if dump is not None and variant == "none" and recalls[2] < 1:
+                            dump.append(
+                                {
+                                    "conv": conversation.sample_id,
+                                    "cat": question.category,
+                                    "q": question.text,
+                                    "a": question.answer,
+                                    "evidence": list(question.evidence),
+                                    "found10": found[:10],
+                                }
+                            )
+                    cost[f"search_ms:{variant}:{weight}"] = (
+                        (time.perf_counter() - start) * 1000 / max(len(asked), 1)
+                    )
+                    out[(variant, weight)] = locomo_cv.Observed(
+                        conversation.sample_id, tuple(asked), tuple(rel)
+                    )
+                    if variant == "none":
+                        out[("none", 0.0)] = out[(variant, weight)]
+                    unrelated[(variant, weight)] = tuple(rel)
+            STATE.update(vec="none", weight=0.0, windows=None)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return out, cost
+
+
+def per_category(observed: Sequence[locomo_cv.Observed], at: int = 10) -> dict[str, float]:
+    rows: dict[int, list[float]] = defaultdict(list)
+    for o in observed:
+        for a in o.asked:
+            rows[a.category].append(a.recalls[DEFAULT_KS.index(at)])
+    return {str(c): round(sum(v) / len(v), 4) for c, v in sorted(rows.items())}
+
+
+def nested(table: dict[Any, list[locomo_cv.Observed]], keys: list[Any]) -> dict[str, Any]:
+    """Leave one conversation out: the key (the first on a tie), then the
+    floor, chosen on the other four, both measured on the fifth."""
+    n = len(table[keys[0]])
+    folds = []
+    held_rows: list[locomo_cv.Observed] = []
+    for held in range(n):
+
+        def train(key: Any, held: int = held) -> list[locomo_cv.Observed]:
+            return [o for i, o in enumerate(table[key]) if i != held]
+
+        scored = []
+        for order, key in enumerate(keys):
+            f = locomo_cv.figures(train(key), (0.0, 0.0))
+            scored.append(((f["recall@10"], f["recall@5"], -order), key))
+        best = max(scored)[1]
+        floor = locomo_cv.choose(train(best))
+        seen = locomo_cv.figures([table[best][held]], floor)
+        folds.append({"held": table[best][held].sample_id, "key": best, "floor": floor, **seen})
+        held_rows.append(table[best][held])
+    figs = [k for k in folds[0] if k.startswith(("recall", "session", "false"))]
+    return {
+        "cross_validated": {k: round(sum(f[k] for f in folds) / n, 4) for k in figs},
+        "by_category@10": per_category(held_rows),
+        "by_category@5": per_category(held_rows, 5),
+        "folds": folds,
+    }
+
+
+def main() -> None:
+    global CACHE_FILE
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--data", type=Path, required=True)
+    parser.add_argument("--bm25", nargs="+", default=["shipped"])
+    parser.add_argument("--search", nargs="+", default=["none"])
+    parser.add_argument("--family", action="append", default=[], help="name=bm25a,bm25b,...")
+    parser.add_argument("--cache", type=Path, default=Path("/tmp/ctxrecall-embeddings.pkl"))
+    parser.add_argument("--qstrip", type=int, default=0, help="a query mode for every variant")
+    parser.add_argument("--turn-text", action="store_true", help="vectors without 'Speaker: '")
+    parser.add_argument("--dump", type=Path, help="the baseline's missed questions (JSON)")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    CACHE_FILE = args.cache
+    STATE["qfixed"] = args.qstrip
+    STATE["turn_text"] = args.turn_text
+    if CACHE_FILE.exists():
+        CACHE.update(pickle.loads(CACHE_FILE.read_bytes()))
+    conversations = locomo.load(args.data)
+    table: dict[tuple[str, str, float], list[locomo_cv.Observed]] = defaultdict(list)
+    costs: dict[str, list[dict[str, float]]] = defaultdict(list)
+    dump: list[dict] | None = [] if args.dump else None
+    for bm25 in args.bm25:
+        STATE["bm25"] = bm25
+        for conversation in conversations:
+            seen, cost = observe(conversation, args.search, dump if bm25 == args.bm25[0] else None)
+            save_cache()
+            for (variant, weight), value in seen.items():
+                table[(bm25, variant, weight)].append(value)
+            costs[bm25].append(cost)
+            print(
+                bm25, conversation.sample_id, {k: round(v, 2) for k, v in cost.items()}, flush=True
+            )
+    if dump is not None and args.dump:
+        args.dump.write_text(json.dumps(dump, indent=1) + "\n")
+    report: dict[str, Any] = {"families": {}, "fixed": {}, "cost": {}}
+    for bm25, rows in costs.items():
+        report["cost"][bm25] = {k: round(sum(c[k] for c in rows) / len(rows), 3) for k in rows[0]}
+    families: dict[str, list[tuple[str, str, float]]] = {}
+    for bm25 in args.bm25:
+        for variant in args.search:
+            families[f"{bm25}+{variant}"] = [(bm25, variant, w) for w in GRIDS[variant]]
+    for spec in args.family:
+        name, _, members = spec.partition("=")
+        families[name] = [(m, "none", 0.0) for m in members.split(",")]
+    for name, keys in families.items():
+        result = nested(table, keys)
+        report["families"][name] = result
+        cv = result["cross_validated"]
+        print(
+            f"{name}: {cv} @10 {result['by_category@10']}",
+            [
+                (
+                    f["held"],
+                    f["key"][0] if f["key"][0] != keys[0][0] else "",
+                    f["key"][2],
+                    round(f["recall@10"], 4),
+                    round(f["recall@5"], 4),
+                )
+                for f in result["folds"]
+            ],
+            flush=True,
+        )
+    for key, rows in table.items():
+        f = locomo_cv.figures(rows, (0.0, 0.0))
+        report["fixed"][" ".join(map(str, key))] = {**f, "by_category@10": per_category(rows)}
+        print("   ", key, f["recall@5"], f["recall@10"], f["session_recall@5"], per_category(rows))
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=1, default=str) + "\n")
+
+
+if __name__ == "__main__":
+    main()
