@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 
 from memstrata.benchmarks import locomo, locomo_cv
-from memstrata.benchmarks.locomo import DEFAULT_KS, session_hit
+from memstrata.benchmarks.locomo import DEFAULT_KS
 from memstrata.benchmarks.retrievers import record_conversation
 from memstrata.benchmarks.unrelated import UNRELATED
 from memstrata.embed.onnx import MiniLMEmbedder
@@ -59,6 +59,7 @@ from memstrata.index import relevance as relevance_module
 from memstrata.index.hybrid import Weights
 from memstrata.index.referents import refers, salient
 from memstrata.memory import Memory
+from recall_ideas import ask_all
 
 OFF = Weights(floor_lexical=0.0, floor_vector=0.0, floor_lexical_alone=0.0)
 STATE: dict[str, Any] = {
@@ -340,25 +341,12 @@ def observe(
                     for query in UNRELATED:
                         ask(memory, dia_of, query, 10)
                         rel.append(locomo_cv._last())  # noqa: SLF001
-                    asked = []
                     start = time.perf_counter()
-                    for question in conversation.questions:
-                        if not question.evidence:
-                            continue
-                        found = ask(memory, dia_of, question.text, max(DEFAULT_KS))
-                        wanted = set(question.evidence)
-                        recalls = tuple(
-                            len(wanted.intersection(found[:k])) / len(wanted) for k in DEFAULT_KS
-                        )
-                        asked.append(
-                            locomo_cv.Asked(
-                                question.category,
-                                recalls,
-                                session_hit(question.evidence, found),
-                                locomo_cv._last(),  # noqa: SLF001
-                            )
-                        )
-                        if dump is not None and variant == "none" and recalls[2] < 1:
+
+                    def missed(
+                        question: locomo.Question, found: list[str], recalls: tuple[float, ...]
+                    ) -> None:
+                        if dump is not None and recalls[2] < 1:
                             dump.append(
                                 {
                                     "conv": conversation.sample_id,
@@ -369,6 +357,10 @@ def observe(
                                     "found10": found[:10],
                                 }
                             )
+
+                    asked = ask_all(
+                        ask, memory, dia_of, conversation, missed if variant == "none" else None
+                    )
                     cost[f"search_ms:{variant}:{weight}"] = (
                         (time.perf_counter() - start) * 1000 / max(len(asked), 1)
                     )

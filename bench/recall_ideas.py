@@ -358,24 +358,8 @@ def observe(
                         out[(variant, 0.0)] = base
                         continue
                     STATE.update(extra=extra, weight=weight, variant=variant)
-                    asked = []
                     start = time.perf_counter()
-                    for question in conversation.questions:
-                        if not question.evidence:
-                            continue
-                        found = ask(memory, dia_of, question.text, max(DEFAULT_KS))
-                        wanted = set(question.evidence)
-                        recalls = tuple(
-                            len(wanted.intersection(found[:k])) / len(wanted) for k in DEFAULT_KS
-                        )
-                        asked.append(
-                            locomo_cv.Asked(
-                                question.category,
-                                recalls,
-                                session_hit(question.evidence, found),
-                                locomo_cv._last(),  # noqa: SLF001
-                            )
-                        )
+                    asked = ask_all(ask, memory, dia_of, conversation)
                     cost[f"search_ms:{variant}:{weight}"] = (
                         (time.perf_counter() - start) * 1000 / max(len(asked), 1)
                     )
@@ -388,6 +372,37 @@ def observe(
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     return out, cost
+
+
+def ask_all(
+    asker: Callable[[Memory, dict[str, str], str, int], list[str]],
+    memory: Memory,
+    dia_of: dict[str, str],
+    conversation: locomo.Conversation,
+    each: Callable[[locomo.Question, list[str], tuple[float, ...]], None] | None = None,
+) -> list[locomo_cv.Asked]:
+    """Every question of ``conversation`` with evidence, asked by ``asker``:
+    its recall at each of ``DEFAULT_KS``, its session hit and the relevance
+    the search measured (``locomo_cv.Asked``); ``each`` is told every
+    question, what was found and its recalls."""
+    asked = []
+    for question in conversation.questions:
+        if not question.evidence:
+            continue
+        found = asker(memory, dia_of, question.text, max(DEFAULT_KS))
+        wanted = set(question.evidence)
+        recalls = tuple(len(wanted.intersection(found[:k])) / len(wanted) for k in DEFAULT_KS)
+        asked.append(
+            locomo_cv.Asked(
+                question.category,
+                recalls,
+                session_hit(question.evidence, found),
+                locomo_cv._last(),  # noqa: SLF001
+            )
+        )
+        if each is not None:
+            each(question, found, recalls)
+    return asked
 
 
 def per_category(observed: Sequence[locomo_cv.Observed]) -> dict[str, float]:
