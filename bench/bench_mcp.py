@@ -4,6 +4,8 @@ on a workspace of N chunks, and ``memory_write``.
 Run::
 
     .venv/bin/python bench/bench_mcp.py --items 10000 --json bench/results/mcp.json
+    .venv/bin/python bench/bench_mcp.py --items 10000 --embedders static \\
+        --json bench/results/mcp_static.json
 """
 
 from __future__ import annotations
@@ -54,9 +56,14 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=10_000)
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--json", type=Path)
+    parser.add_argument(
+        "--embedders",
+        default="minilm,none",
+        help="comma-separated embedders, each measured on its own workspace (minilm, static, none)",
+    )
     args = parser.parse_args()
     report: dict[str, Any] = {"machine": machine(), "items": args.items, "transport": "stdio"}
-    for embedder in ("minilm", "none"):
+    for embedder in [name.strip() for name in args.embedders.split(",") if name.strip()]:
         with tempfile.TemporaryDirectory() as tmp:
             ws = Path(tmp) / "ws"
             with Memory.open(ws, embedder=embedder) as memory:
