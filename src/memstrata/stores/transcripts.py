@@ -404,8 +404,10 @@ def read_meta_at(volume: Volume, rel: str) -> dict[str, Any]:
 
 
 def _meta_of(data: bytes) -> dict[str, Any]:
-    """The metadata record that is the first line of ``data`` ({} if none is)."""
-    first = data.split(b"\n", 1)[0]
+    """The metadata record that is the first line of ``data`` ({} if none is).
+    Only that line is copied (``split`` would copy the whole rest too)."""
+    end = data.find(b"\n")
+    first = data if end < 0 else data[:end]
     try:
         record = json.loads(first)
     except (UnicodeDecodeError, ValueError):
