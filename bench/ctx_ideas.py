@@ -277,6 +277,18 @@ GRIDS = {
     "qstrip": (0.0, 1.0, 2.0, 3.0),
     "agg_diversity": (0.0, 0.1, 0.2, 0.35, 0.5),
     "agg_session": (0.0, 0.25, 0.5, 0.75, 1.0),
+    "neighbours_down": (0.0, 0.1, 0.2, 0.3),
+    "session_down": (0.0, 0.2, 0.4),
+    "vector_up": (0.0, 0.15, 0.3),
+    "vector_down": (0.0, 0.15, 0.3),
+}
+# Variants that move one fusion weight (re-tuning it on top of the shipped
+# index, e.g. with contextual vectors, which hold the neighbours already).
+SHIFTS = {
+    "neighbours_down": ("neighbours", -1.0),
+    "session_down": ("session", -1.0),
+    "vector_up": ("vector", 1.0),
+    "vector_down": ("vector", -1.0),
 }
 
 
@@ -295,6 +307,9 @@ AGGREGATE = re.compile(
 
 def weights_for(question: str) -> Weights:
     vec, w = STATE["vec"], STATE["weight"]
+    if w and vec in SHIFTS:  # a fusion weight moved by w (0: as shipped)
+        field, sign = SHIFTS[vec]
+        return replace(OFF, **{field: getattr(OFF, field) + sign * w})
     if not w or not vec.startswith("agg") or not AGGREGATE.search(question):
         return OFF
     if vec == "agg_diversity":
