@@ -24,11 +24,11 @@ hard negatives issue 17 still misses) and ``template2`` and ``template3``
 (``generated2/``, ``generated3/``: the second and third template sets of
 ``bench/gen_capture_corpus.py``).
 
-``unseen/`` and ``unseen2/`` (each written blind by someone who never saw
-the rules) are the held-out test sets of issue 17 and are **never** trained
-on: they are not in ``FOLDERS`` but in ``TEST_ONLY``, and ``load_corpus``
-refuses them. Measure them with ``bench/capture_author.py --folder unseen``
-(or ``unseen2``) only.
+``unseen/``, ``unseen2/`` and ``unseen3/`` (each written blind by someone
+who never saw the rules) are the held-out test sets of issue 17 and are
+**never** trained on: they are not in ``FOLDERS`` but in ``TEST_ONLY``, and
+``load_corpus`` refuses them. Measure them with
+``bench/capture_author.py --folder unseen`` (or ``unseen2``, ``unseen3``) only.
 
 Run::
 
@@ -69,7 +69,7 @@ FOLDERS = {
     "template3": CORPUS / "generated3",
 }
 # held-out test folders: never in FOLDERS, never trained on
-TEST_ONLY = ("unseen", "unseen2")
+TEST_ONLY = ("unseen", "unseen2", "unseen3")
 MIN_COUNT = 2
 STEPS = 300
 RATE = 0.05
