@@ -6,7 +6,7 @@ remember). Two cross-validations, each fold training the scorer with
 ``bench/train_capture.py``'s ``train`` on the other groups only:
 
 * **by author**: hold out ``blind``, ``template``, ``hand``, ``probe``, ``fresh``,
-  ``paraphrase``, ``recheck``, ``recheck2``, ``native``, ``native2``,
+  ``paraphrase``, ``recheck``, ``recheck2``, ``native``, ``native2``, ``native3``,
   ``template2`` or ``template3``; train on the rest (``original`` included). ``original`` —
   the messages the rules were written from — is never a test group. The
   per-language table pools the held-out folds: every message is predicted

@@ -20,7 +20,8 @@ tuned on) and ``recheck2`` (``recheck2/``, written after the last round-2 rule
 change and never tuned on) and ``native`` (``native/``, written by hand from
 the guide before measuring the rules on it, measured once, then trained on)
 and ``native2`` (``native2/``, the same method, the paraphrase families and
-hard negatives issue 17 still misses) and ``template2`` and ``template3``
+hard negatives issue 17 still misses) and ``native3`` (``native3/``, the same
+method by a writer who had read the rules, round 3) and ``template2`` and ``template3``
 (``generated2/``, ``generated3/``: the second and third template sets of
 ``bench/gen_capture_corpus.py``).
 
@@ -65,6 +66,7 @@ FOLDERS = {
     "recheck2": CORPUS / "recheck2",
     "native": CORPUS / "native",
     "native2": CORPUS / "native2",
+    "native3": CORPUS / "native3",
     "template2": CORPUS / "generated2",
     "template3": CORPUS / "generated3",
 }

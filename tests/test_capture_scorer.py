@@ -300,6 +300,7 @@ GROWN = [
     ("unseen", "unseen"),
     ("native", "native"),
     ("native2", "native2"),
+    ("native3", "native3"),
     ("generated2", "template2"),
     ("generated3", "template3"),
 ]
