@@ -216,3 +216,36 @@ def test_round_3c_hard_negatives_capture_nothing(text: str) -> None:
 @pytest.mark.parametrize(("text", "category"), STILL_3C)
 def test_round_3c_forms_are_still_found(text: str, category: str) -> None:
     assert category in rules(text)
+
+
+# round 3d: questions phrased as statements, written by hand: a tag question
+# asks for confirmation ("…, right", "…, да", "…, shundaymi", "…-a", "…，对吧"),
+# "I wonder whether…" is open doubt
+TAG_QUESTIONS = [
+    "so we're deploying on fridays now, right",
+    "and we settled on Kafka, didn't we",
+    "I wonder if we decided on the blue logo",
+    "итак, мы остановились на Kafka, верно",
+    "значит, релиз в пятницу, да",
+    "xullas, Kafka'ni tanladik, shundaymi",
+    "ismim Bobur ekanini bilasiz-a",
+    "那我们就用Kafka了，对吧",
+    "logo定了蓝色的，是吧",
+]
+STILL_3D = [
+    ("right, we're going with Kafka", "decision"),
+    ("we settled on Kafka", "decision"),
+    ("да, мы выбрали Kafka", "decision"),
+    ("mayli, Kafka'ni tanladik", "decision"),
+    ("那就用Kafka吧，定了", "decision"),
+]
+
+
+@pytest.mark.parametrize("text", TAG_QUESTIONS)
+def test_a_tag_question_captures_nothing(text: str) -> None:
+    assert rules(text) == set()
+
+
+@pytest.mark.parametrize(("text", "category"), STILL_3D)
+def test_a_plain_statement_is_still_found(text: str, category: str) -> None:
+    assert category in rules(text)
