@@ -219,7 +219,7 @@ def test_round_3c_forms_are_still_found(text: str, category: str) -> None:
 
 
 # round 3d: questions phrased as statements, written by hand: a tag question
-# asks for confirmation ("…, right", "…, да", "…, shundaymi", "…-a", "…，对吧"),
+# asks for confirmation ("…, right", "…, да", "…, shundaymi", "…，对吧"),
 # "I wonder whether…" is open doubt
 TAG_QUESTIONS = [
     "so we're deploying on fridays now, right",
@@ -228,7 +228,7 @@ TAG_QUESTIONS = [
     "итак, мы остановились на Kafka, верно",
     "значит, релиз в пятницу, да",
     "xullas, Kafka'ni tanladik, shundaymi",
-    "ismim Bobur ekanini bilasiz-a",
+    "ismim Bobur ekan, to'g'rimi",
     "那我们就用Kafka了，对吧",
     "logo定了蓝色的，是吧",
 ]
