@@ -301,6 +301,7 @@ GROWN = [
     ("unseen3", "unseen3"),
     ("native", "native"),
     ("native2", "native2"),
+    ("native3", "native3"),
     ("generated2", "template2"),
     ("generated3", "template3"),
 ]
