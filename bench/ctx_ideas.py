@@ -188,9 +188,12 @@ def build_windows(memory: Memory, kind: str) -> dict[str, Any]:
     for cid, chunk in index.chunks.items():
         if chunk.layer != "transcripts" or not chunk.live:
             continue
-        before, after = _around(index, cid, chunk, 1)
+        reach = 2 if kind == "both2" else 1
+        before, after = _around(index, cid, chunk, reach)
         own = (lambda c: c.text) if STATE["turn_text"] else (lambda c: c.body)
         text = own(chunk)
+        if kind == "both2":  # two messages on each side
+            text = "\n".join([*(own(c) for c in before), text, *(own(c) for c in after)])
         if kind in ("prev", "both") and before:
             text = f"{own(before[-1])}\n{text}"
         if kind in ("next", "both") and after:
@@ -271,6 +274,7 @@ GRIDS = {
     "ctxavg_both": (0.0, 0.15, 0.3, 0.45, 0.6),
     "ctxmix_prev": (0.0, 0.15, 0.3, 0.45, 0.6, 0.75, 0.9),
     "ctxmix_both": (0.0, 0.15, 0.3, 0.45, 0.6, 0.75, 0.9),
+    "ctxmix_both2": (0.0, 0.3, 0.45, 0.6, 0.75),
     "ctxmix_next": (0.0, 0.15, 0.3, 0.45, 0.6, 0.75),
     "ctxmax_prev": (0.0, 0.85, 0.9, 0.95, 1.0),
     "ctxmax_both": (0.0, 0.85, 0.9, 0.95, 1.0),
