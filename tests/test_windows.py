@@ -132,6 +132,7 @@ def test_the_weight_is_checked(tmp_path, bad):
 
 def test_the_weight_measured_for_each_embedder(tmp_path):
     assert windows.weight_for(None, "minilm") == 0.6  # LoCoMo leave-one-out
+    assert windows.weight_for(None, " MiniLM ") == 0.6  # as load_embedder reads the name
     assert windows.weight_for(None, "static") == 0.0  # lost recall at 0.6
     assert windows.weight_for(None, Recording()) == 0.0  # not measured: none
     assert windows.weight_for(0.3, "static") == 0.3

@@ -61,7 +61,7 @@ def weight_for(setting: float | None, embedder: object) -> float:
     measured for the ``embedder`` setting (a name; an object: none)."""
     if setting is not None:
         return float(setting)
-    return DEFAULTS.get(embedder, 0.0) if isinstance(embedder, str) else 0.0
+    return DEFAULTS.get(embedder.strip().lower(), 0.0) if isinstance(embedder, str) else 0.0
 
 
 def model_name(embedder: str, weight: float) -> str:
