@@ -79,3 +79,55 @@ def test_the_fast_path_matches_the_reference_on_joined_messages(
     ]
     if after is not None:
         assert bool(narrowed) == (after == 1)
+
+
+VETO_WORDS = [
+    *re.findall(r"\S+", "I prefer tea ? if we decided said `x` Я думаю 好 吗 。 İ ſ Maybe"),
+    *re.findall(r"\S+", "suppose my name"),
+    ". ",
+    "! ",
+    "\n",
+    "  ",
+]
+
+
+def _veto_checks(text: str) -> list[tuple[bool, bool]]:
+    """Per scorer sentence and pack: (the heads' veto answer as ``_learned``
+    asks it, the veto pattern searched over the sentence as it used to)."""
+    from memstrata.capture.headfind import is_spaced
+    from memstrata.capture.scorer import sentences
+
+    rules = scan_module.default_rules()
+    codes = scan_module._detect(text)
+    spaced = is_spaced(text)
+    seeker = scan_module._finder(rules, codes, spaced)
+    message = scan_module._Message(text, text.lower(), spaced, seeker)
+    out = []
+    for start, end in sentences(text):
+        for index, code in enumerate(codes):
+            pack = rules.packs[code]
+            slot = index * scan_module._SLOTS + scan_module._VETO
+            fast = scan_module._vetoed(pack, message, (start, end), slot)
+            plain = pack.veto is not None and pack.veto.pattern.search(text[start:end]) is not None
+            out.append((fast, plain))
+    return out
+
+
+def test_the_learned_sentences_are_vetoed_as_by_the_plain_veto_search() -> None:
+    """``_learned`` asks ``_vetoed`` (heads) about the scorer's sentences: the
+    same answer as each pack's veto pattern searched over the sentence."""
+    corpus = texts()
+    joined = [" ".join(corpus[start : start + 6])[:200] for start in range(0, len(corpus), 2)]
+    vetoed = 0
+    for text in corpus + joined:
+        for fast, plain in _veto_checks(text):
+            assert fast == plain, text
+            vetoed += plain
+    assert vetoed > 100  # the vetoes were put to the test
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(VETO_WORDS), max_size=30).map(" ".join))
+def test_vetoes_by_heads_match_the_plain_search_on_any_sentence(text: str) -> None:
+    for fast, plain in _veto_checks(text):
+        assert fast == plain
