@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memstrata.capture import heads
+from memstrata.capture import heads, scorer
 from memstrata.capture import scan as scan_module
 from memstrata.capture.scan import load_rules, scan
 
@@ -50,6 +50,7 @@ def spans(pattern: re.Pattern[str], text: str) -> list[tuple[int, int]]:
 @given(st.text(alphabet=ALPHABET, max_size=40))
 def test_the_sentence_and_quote_regexes_match_as_the_reference(text: str) -> None:
     assert spans(scan_module._SENTENCE_END, text) == spans(SENTENCE_END, text)
+    assert spans(scorer._SENTENCE_END, text) == spans(SENTENCE_END, text)
     assert spans(scan_module._QUOTED, text) == spans(QUOTED, text)
 
 
@@ -79,6 +80,36 @@ def test_the_fast_path_matches_the_reference_on_joined_messages(
     ]
     if after is not None:
         assert bool(narrowed) == (after == 1)
+
+
+def reference_sentences(text: str) -> list[tuple[int, int]]:
+    """``scorer.sentences`` as first written: the spans between the plain
+    pattern's matches, each with its leading white space skipped."""
+    found, start = [], 0
+    for mark in SENTENCE_END.finditer(text):
+        found.append((start, mark.end()))
+        start = mark.end()
+    found.append((start, len(text)))
+    out = []
+    for begin, end in found:
+        while begin < end and text[begin].isspace():
+            begin += 1
+        if begin < end:
+            out.append((begin, end))
+    return out
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.text(alphabet=ALPHABET + "\t\x1c\x85\xa0\u2028\u3000x", max_size=40))
+def test_the_scorer_sentences_are_the_reference_ones(text: str) -> None:
+    assert scorer.sentences(text) == reference_sentences(text)
+
+
+def test_the_scorer_sentences_are_the_reference_ones_on_the_corpus() -> None:
+    corpus = texts()
+    joined = [" ".join(corpus[start : start + 6])[:200] for start in range(0, len(corpus), 2)]
+    for text in corpus + joined:
+        assert scorer.sentences(text) == reference_sentences(text), text
 
 
 VETO_WORDS = [

@@ -90,7 +90,13 @@ _SCALE = float(1 << 24)
 _LIMIT = float(1 << 40)  # a scaled weight's bound
 _HALF = 1 << 63  # each field is offset by it to unpack as unsigned
 _EXACT_TOKENS = 1 << 12
-_SENTENCE_END = re.compile(r"[.!?…]+(?=\s)|[。！？；\n]+|[.!?…]+$")
+# ``[.!?…]+(?=\s)|[。！？；\n]+|[.!?…]+$`` led by one character class, so that
+# ``re`` skips to a candidate in C (the same spans, tested; as ``scan``'s)
+_SENTENCE_END = re.compile(
+    r"[.!?…。！？；\n](?:(?<=[.!?…])[.!?…]*(?=\s|\Z)|(?<=[。！？；\n])[。！？；\n]*)"
+)
+_VISIBLE = re.compile(r"\S")  # a character ``str.isspace`` is false for
+_END = re.Match.end
 
 Row = tuple[float, ...]
 
@@ -371,18 +377,16 @@ def load_model() -> Model | None:
 
 
 def sentences(text: str) -> list[tuple[int, int]]:
-    """The non-blank sentence spans of ``text``, in order."""
-    spans, start = [], 0
-    for mark in _SENTENCE_END.finditer(text):
-        spans.append((start, mark.end()))
-        start = mark.end()
-    spans.append((start, len(text)))
-    out = []
-    for begin, end in spans:
-        while begin < end and text[begin].isspace():
-            begin += 1
-        if begin < end:
-            out.append((begin, end))
+    """The non-blank sentence spans of ``text``, in order: each runs from past
+    the white space after a sentence end (or the text's start) through the
+    next sentence end (or the text's end)."""
+    out, start = [], 0
+    visible = _VISIBLE.search
+    for end in [*map(_END, _SENTENCE_END.finditer(text)), len(text)]:
+        first = visible(text, start, end)
+        if first is not None:
+            out.append((first.start(), end))
+        start = end
     return out
 
 
