@@ -21,6 +21,8 @@ of each round's p50 (and the best round). The messages are
 Run::
 
     PYTHONPATH=src:bench .venv/bin/python bench/capture_costs.py --rounds 9
+
+(``PYTHONPATH=OTHER/src:bench`` measures another tree with this script.)
 """
 
 from __future__ import annotations
@@ -36,6 +38,12 @@ from memstrata.capture import scan as scan_module
 from memstrata.capture import scorer
 
 
+def _text(message: Any) -> str:
+    """The message's text: ``_learned`` is handed the scan's message, or (in
+    trees before 2026-11-28's fourth speed pass) the text itself."""
+    return message if isinstance(message, str) else str(message.text)
+
+
 def variants() -> dict[str, Callable[..., None]]:
     model = scorer.load_model()
     assert model is not None, "no scorer weights"
@@ -45,13 +53,13 @@ def variants() -> dict[str, Callable[..., None]]:
         return None
 
     def tokens(found: Any, message: Any, *rest: Any) -> None:
-        scorer.tokens(message.text)
+        scorer.tokens(_text(message))
 
     def token_rows(found: Any, message: Any, *rest: Any) -> None:
-        sum(map(packed, scorer.tokens(message.text)))
+        sum(map(packed, scorer.tokens(_text(message))))
 
     def logits(found: Any, message: Any, *rest: Any) -> None:
-        model.logits(message.text, found)
+        model.logits(_text(message), found)
 
     return {
         "rules": rules,
