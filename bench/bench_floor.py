@@ -39,6 +39,7 @@ from benchutil import emit, machine
 from memstrata.benchmarks import locomo
 from memstrata.benchmarks.unrelated import UNRELATED
 from memstrata.embed import load_embedder
+from memstrata.index import windows
 from memstrata.index.hybrid import Weights
 from memstrata.index.relevance import FLOOR_OFFSETS
 
@@ -61,6 +62,22 @@ def _best_cosines(scores: np.ndarray, rng: np.random.Generator) -> dict[int, np.
     return out
 
 
+def _windows(conversation: locomo.Conversation) -> list[str]:
+    """Each turn's window (the turn before it, itself, the one after, in its
+    session) as ``index.windows.window_text`` builds it; a turn alone: itself."""
+    cut = windows.NEIGHBOUR_CHARS
+    out = []
+    for session in conversation.sessions:
+        said = [f"{t.speaker}: {t.text}" for t in session.turns]
+        for n, text in enumerate(said):
+            parts = [said[n - 1][-cut:]] if n else []
+            parts.append(text)
+            if n + 1 < len(said):
+                parts.append(said[n + 1][:cut])
+            out.append("\n".join(parts))
+    return out
+
+
 def _fit(per_size: dict[int, list[np.ndarray]]) -> tuple[float, float]:
     """``(a, b)`` of the line ``a + b ln n`` through the sizes' 99th percentiles."""
     sizes = sorted(per_size)
@@ -75,6 +92,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--data", type=Path, default=Path("../shared/data/locomo/locomo_dev.json"))
     parser.add_argument("--embedder", default="minilm", help="the embedder to measure")
     parser.add_argument("--json", type=Path, help="also write the report here")
+    parser.add_argument(
+        "--context-vectors",
+        type=float,
+        default=None,
+        help="each turn's vector mixed with its window's by this weight, as the index "
+        "stores it (index/windows.py; default: the embedder's, windows.DEFAULTS)",
+    )
     args = parser.parse_args(argv)
     if not args.data.is_file():
         sys.exit(f"no LoCoMo file at {args.data} (give --data)")
@@ -83,9 +107,13 @@ def main(argv: list[str] | None = None) -> None:
     rng = np.random.default_rng(0)
     conversations = locomo.load(args.data)
     best: list[dict[int, np.ndarray]] = []
+    weight = windows.weight_for(args.context_vectors, args.embedder)
     for conversation in conversations:
         texts = [f"{t.speaker}: {t.text}" for s in conversation.sessions for t in s.turns]
-        best.append(_best_cosines(queries @ embedder.embed(texts).T, rng))
+        vectors = embedder.embed(texts)
+        if weight:
+            vectors = windows.mix(vectors, embedder.embed(_windows(conversation)), weight)
+        best.append(_best_cosines(queries @ vectors.T, rng))
     folds = []
     for held, conversation in enumerate(conversations):
         train: dict[int, list[np.ndarray]] = {}
@@ -111,7 +139,7 @@ def main(argv: list[str] | None = None) -> None:
         for n, values in sizes.items():
             everything.setdefault(n, []).append(values)
     a, b = _fit(everything)
-    floor = Weights().floor_vector + FLOOR_OFFSETS.get(embedder.name, 0.0)
+    floor = Weights().floor_vector + FLOOR_OFFSETS.get(embedder.name, 0.0)  # per embedder
     quantiles = {
         str(n): round(float(np.quantile(np.concatenate(v), QUANTILE)), 4)
         for n, v in sorted(everything.items())
@@ -120,6 +148,7 @@ def main(argv: list[str] | None = None) -> None:
     report: dict[str, Any] = {
         "machine": machine(),
         "embedder": embedder.name,
+        "vectors": windows.model_name(embedder.name, weight),
         "queries": len(UNRELATED),
         "subsets_per_size": SUBSETS,
         "quantile": QUANTILE,

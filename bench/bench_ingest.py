@@ -103,6 +103,9 @@ def utterances(data: Path | None, count: int) -> list[str]:
     return [texts[i % len(texts)] for i in range(count)]
 
 
+EXTRA: dict[str, Any] = {}  # settings of every workspace the bench opens (--context-vectors)
+
+
 def figures(turns: int, recorded: float, indexed: float, counted: Counted) -> dict[str, Any]:
     total = recorded + indexed
     return {
@@ -121,7 +124,7 @@ def figures(turns: int, recorded: float, indexed: float, counted: Counted) -> di
 def one_at_a_time(folder: Path, texts: list[str], reply: str, spec: str) -> dict[str, Any]:
     kind = type(load_embedder(spec))
     with (
-        Memory.open(folder, session_max_turns=0, embedder=spec) as memory,
+        Memory.open(folder, session_max_turns=0, embedder=spec, **EXTRA) as memory,
         Counted(kind) as counted,
     ):
         began = time.perf_counter()
@@ -142,7 +145,7 @@ def batched(folder: Path, texts: list[str], reply: str, spec: str, size: int) ->
         for number, text in enumerate(texts)
     ]
     with (
-        Memory.open(folder, session_max_turns=0, embedder=spec) as memory,
+        Memory.open(folder, session_max_turns=0, embedder=spec, **EXTRA) as memory,
         Counted(kind) as counted,
     ):
         began = time.perf_counter()
@@ -170,7 +173,9 @@ def bulk(folder: Path, data: Path, limit: int, spec: str) -> tuple[dict[str, Any
     recorded = indexed = 0.0
     with Counted(type(load_embedder(spec))) as counted:
         for number, conversation in enumerate(chosen):
-            with Memory.open(folder / str(number), session_max_turns=0, embedder=spec) as memory:
+            with Memory.open(
+                folder / str(number), session_max_turns=0, embedder=spec, **EXTRA
+            ) as memory:
                 timing = _time_reindex(memory)
                 began = time.perf_counter()
                 record_conversation(memory, conversation)
@@ -256,6 +261,12 @@ def main() -> None:
     )
     parser.add_argument("--embedder", choices=("minilm", "static"), default="minilm")
     parser.add_argument("--batch", type=int, default=100, help="turns per record_turns call")
+    parser.add_argument(
+        "--context-vectors",
+        type=float,
+        default=None,
+        help="the context_vectors setting (0: each turn embedded alone; default: the shipped one)",
+    )
     args = parser.parse_args()
     if args.data != DATA and not args.data.is_file():
         parser.error(f"--data {args.data}: no such file")
@@ -270,6 +281,9 @@ def main() -> None:
         "data": str(data) if data else "templated lines",
         "embedder": args.embedder,
     }
+    if args.context_vectors is not None:
+        EXTRA["context_vectors"] = args.context_vectors
+    report["context_vectors"] = EXTRA.get("context_vectors", "shipped")
     load_embedder(args.embedder)  # loading the model is not ingest
     with tempfile.TemporaryDirectory() as tmp:
         texts = utterances(data, args.turns)

@@ -6,7 +6,7 @@ remember). Two cross-validations, each fold training the scorer with
 ``bench/train_capture.py``'s ``train`` on the other groups only:
 
 * **by author**: hold out ``blind``, ``template``, ``hand``, ``probe``, ``fresh``,
-  ``paraphrase``, ``recheck``, ``recheck2``, ``native``, ``native2``,
+  ``paraphrase``, ``recheck``, ``recheck2``, ``native``, ``native2``, ``native3``,
   ``template2`` or ``template3``; train on the rest (``original`` included). ``original`` —
   the messages the rules were written from — is never a test group. The
   per-language table pools the held-out folds: every message is predicted
@@ -97,6 +97,13 @@ TRIES: dict[str, dict[str, Any]] = {
     "pw2_0.7_steps_250": {"positive_weight": 2.0, "threshold": 0.7, "steps": 250},
     "pw2_0.75_steps_150": {"positive_weight": 2.0, "threshold": 0.75, "steps": 150},
     "pw2_0.75_steps_200": {"positive_weight": 2.0, "threshold": 0.75, "steps": 200},
+    # round 3 (native3/): fewer feature names, for the scorer's speed
+    "pw2_0.65_min_count_3": {"positive_weight": 2.0, "threshold": 0.65, "min_count": 3},
+    "pw2_0.65_no_prune": {"positive_weight": 2.0, "threshold": 0.65, "prune": 0.0},
+    "pw2_0.65_prune_0.01": {"positive_weight": 2.0, "threshold": 0.65, "prune": 0.01},
+    "pw2_0.65_prune_0.02": {"positive_weight": 2.0, "threshold": 0.65, "prune": 0.02},
+    "pw2_0.65_prune_0.05": {"positive_weight": 2.0, "threshold": 0.65, "prune": 0.05},
+    "pw2_0.65_prune_0.1": {"positive_weight": 2.0, "threshold": 0.65, "prune": 0.1},
 }
 
 Counts = dict[str, list[int]]

@@ -188,9 +188,12 @@ def build_windows(memory: Memory, kind: str) -> dict[str, Any]:
     for cid, chunk in index.chunks.items():
         if chunk.layer != "transcripts" or not chunk.live:
             continue
-        before, after = _around(index, cid, chunk, 1)
+        reach = 2 if kind == "both2" else 1
+        before, after = _around(index, cid, chunk, reach)
         own = (lambda c: c.text) if STATE["turn_text"] else (lambda c: c.body)
         text = own(chunk)
+        if kind == "both2":  # two messages on each side
+            text = "\n".join([*(own(c) for c in before), text, *(own(c) for c in after)])
         if kind in ("prev", "both") and before:
             text = f"{own(before[-1])}\n{text}"
         if kind in ("next", "both") and after:
@@ -271,12 +274,25 @@ GRIDS = {
     "ctxavg_both": (0.0, 0.15, 0.3, 0.45, 0.6),
     "ctxmix_prev": (0.0, 0.15, 0.3, 0.45, 0.6, 0.75, 0.9),
     "ctxmix_both": (0.0, 0.15, 0.3, 0.45, 0.6, 0.75, 0.9),
+    "ctxmix_both2": (0.0, 0.3, 0.45, 0.6, 0.75),
     "ctxmix_next": (0.0, 0.15, 0.3, 0.45, 0.6, 0.75),
     "ctxmax_prev": (0.0, 0.85, 0.9, 0.95, 1.0),
     "ctxmax_both": (0.0, 0.85, 0.9, 0.95, 1.0),
     "qstrip": (0.0, 1.0, 2.0, 3.0),
     "agg_diversity": (0.0, 0.1, 0.2, 0.35, 0.5),
     "agg_session": (0.0, 0.25, 0.5, 0.75, 1.0),
+    "neighbours_down": (0.0, 0.1, 0.2, 0.3),
+    "session_down": (0.0, 0.2, 0.4),
+    "vector_up": (0.0, 0.15, 0.3),
+    "vector_down": (0.0, 0.15, 0.3),
+}
+# Variants that move one fusion weight (re-tuning it on top of the shipped
+# index, e.g. with contextual vectors, which hold the neighbours already).
+SHIFTS = {
+    "neighbours_down": ("neighbours", -1.0),
+    "session_down": ("session", -1.0),
+    "vector_up": ("vector", 1.0),
+    "vector_down": ("vector", -1.0),
 }
 
 
@@ -295,6 +311,9 @@ AGGREGATE = re.compile(
 
 def weights_for(question: str) -> Weights:
     vec, w = STATE["vec"], STATE["weight"]
+    if w and vec in SHIFTS:  # a fusion weight moved by w (0: as shipped)
+        field, sign = SHIFTS[vec]
+        return replace(OFF, **{field: getattr(OFF, field) + sign * w})
     if not w or not vec.startswith("agg") or not AGGREGATE.search(question):
         return OFF
     if vec == "agg_diversity":

@@ -332,8 +332,10 @@ GROWN = [
     ("recheck", "recheck"),
     ("recheck2", "recheck2"),
     ("unseen", "unseen"),
+    ("unseen3", "unseen3"),
     ("native", "native"),
     ("native2", "native2"),
+    ("native3", "native3"),
     ("generated2", "template2"),
     ("generated3", "template3"),
 ]
@@ -370,7 +372,7 @@ def test_training_is_deterministic() -> None:
     assert np.array_equal(first.bias, second.bias)
 
 
-@pytest.mark.parametrize("held_out", ["unseen", "unseen2"])
+@pytest.mark.parametrize("held_out", ["unseen", "unseen2", "unseen3"])
 def test_the_held_out_folder_is_never_trained_on(
     monkeypatch: pytest.MonkeyPatch, held_out: str
 ) -> None:

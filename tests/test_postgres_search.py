@@ -107,6 +107,30 @@ def test_the_vector_list_from_hnsw_is_the_exact_one_and_so_are_the_hits(
         assert [h.score for h in found] == pytest.approx([h.score for h in expected])
 
 
+def test_a_mixed_vector_is_scored_by_inner_product_as_in_ram(
+    url: str, opened: list[PostgresIndex]
+) -> None:
+    """A transcript turn's stored vector is its unit vector mixed with its
+    window's (``index.windows``), shorter than 1: SQL scores it as the RAM
+    matrix does, by inner product (the mix of the two cosines), not by cosine."""
+    rng = np.random.default_rng(11)
+    tenant = postgres_server.tenant()
+    index = open_index(opened, url, tenant, "hnsw")
+    vectors = (0.4 * unit(rng, 120) + 0.6 * unit(rng, 120)).astype(np.float32)
+    assert float(np.linalg.norm(vectors, axis=1).max()) < 0.99
+    ids = fill(index, vectors)
+    mirror = open_index(opened, url, tenant, "mirror")
+    for query in unit(rng, 5):
+        _, near = index.candidates("tea", query, 6, Filters())
+        assert near is not None
+        assert [s for _, s in near] == pytest.approx(
+            [float(vectors[ids.index(cid)] @ query) for cid, _ in near], abs=1e-5
+        )
+        found, expected = search(index, "cake", query), search(mirror, "cake", query)
+        assert [h.citation for h in found] == [h.citation for h in expected]
+        assert [h.score for h in found] == pytest.approx([h.score for h in expected])
+
+
 @pytest.mark.parametrize("filters", [Filters(), Filters(include_superseded=True)])
 def test_the_query_plan_reads_the_hnsw_index_in_order(
     url: str, opened: list[PostgresIndex], filters: Filters
@@ -123,7 +147,8 @@ def test_the_query_plan_reads_the_hnsw_index_in_order(
         conn.execute("ANALYZE memstrata_vectors")
         conn.execute("ANALYZE memstrata_chunks")
         candidates.settings(conn, 100)
-        plan = conn.execute(("EXPLAIN " + sql).encode(), (unit(rng, 1)[0], *params, 250)).fetchall()
+        vector = unit(rng, 1)[0]
+        plan = conn.execute(("EXPLAIN " + sql).encode(), (vector, *params, vector, 250)).fetchall()
     text = "\n".join(row[0] for row in plan)
     assert "Index Scan using memstrata_vectors_hnsw" in text and "Sort" not in text
 

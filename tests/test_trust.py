@@ -223,9 +223,11 @@ def test_the_cosine_floor_only_lowers_and_grows_with_the_index(
 def test_the_small_index_lines_are_the_measured_models() -> None:
     from memstrata.embed.onnx import DEFAULT_MODEL_NAME
     from memstrata.embed.static import DEFAULT_TABLE_NAME
+    from memstrata.index import windows
     from memstrata.index.relevance import FLOOR_OFFSETS, SMALL_INDEX_FLOORS
 
-    assert set(SMALL_INDEX_FLOORS) == {DEFAULT_MODEL_NAME, DEFAULT_TABLE_NAME}
+    windowed = windows.model_name(DEFAULT_MODEL_NAME, windows.DEFAULTS["minilm"])
+    assert set(SMALL_INDEX_FLOORS) == {DEFAULT_MODEL_NAME, windowed, DEFAULT_TABLE_NAME}
     assert set(FLOOR_OFFSETS) == {DEFAULT_TABLE_NAME}  # MiniLM's is the scale itself
 
 

@@ -79,11 +79,15 @@ class Settings:
     # another table (no tokenizer) for embedder "static".
     embed_model: str | None = None
     embed_tokenizer: str | None = None
+    # A transcript turn's vector mixes its own embedding with its window's
+    # (the turns before and after it) by this weight; 0: the turn alone;
+    # None: the weight measured for the embedder (index.windows.DEFAULTS).
+    context_vectors: float | None = None
 
     def __post_init__(self) -> None:
         for spec in fields(self):
             value = getattr(self, spec.name)
-            if spec.type == "str | None" and value is None:
+            if spec.type in ("str | None", "float | None") and value is None:
                 continue
             if spec.name == "embedder" and not isinstance(value, (str, Embedder)):
                 raise InvalidInput(
@@ -103,13 +107,17 @@ class Settings:
                 if not isinstance(value, str) or not value.strip():
                     raise InvalidInput(f"setting {spec.name} must be a non-empty string")
                 continue
-            wanted = float if spec.type in ("float", float) else int
+            wanted = float if spec.type in ("float", float, "float | None") else int
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise InvalidInput(f"setting {spec.name} must be a number, not {value!r}")
             if wanted is int and not isinstance(value, int):
                 raise InvalidInput(f"setting {spec.name} must be a whole number, not {value!r}")
             if value < 0:
                 raise InvalidInput(f"setting {spec.name} must not be negative, not {value!r}")
+        if self.context_vectors is not None and self.context_vectors > 1:
+            raise InvalidInput(
+                f"setting context_vectors must be between 0 and 1, not {self.context_vectors!r}"
+            )
         if self.flush_every_updates < 1 or self.checkpoint_every_updates < 1:
             raise InvalidInput("flush_every_updates and checkpoint_every_updates must be >= 1")
 
@@ -147,6 +155,7 @@ class SettingsFields(TypedDict, total=False):
     summary_model: str | None
     embed_model: str | None
     embed_tokenizer: str | None
+    context_vectors: float | None
 
 
 _URL = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://")

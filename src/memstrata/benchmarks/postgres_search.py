@@ -217,7 +217,7 @@ def _ann(
     with index._db.transaction(index.tenant, "bench") as conn:  # noqa: SLF001
         candidates.settings(conn, ef)
         conn.execute("SELECT set_config('hnsw.iterative_scan', %s, true)", (scan,))
-        rows = conn.execute(sql.encode(), (vector, *params, limit)).fetchall()
+        rows = conn.execute(sql.encode(), (vector, *params, vector, limit)).fetchall()
     return [int(row[0]) for row in rows], (time.perf_counter() - began) * 1000
 
 

@@ -116,7 +116,7 @@ def status(workspace: str | None, group: str | None, as_json: bool) -> None:
     for name, value in report.to_dict().items():
         if name != "notices":
             table.add_row(name.replace("_", " "), Text(str(value if value is not None else "-")))
-    for name in ("chunks", "vectors", "bytes", "embedder", "stale_files"):
+    for name in ("chunks", "vectors", "bytes", "embedder", "context_vectors", "stale_files"):
         table.add_row(f"index {name.replace('_', ' ')}", Text(str(index[name])))
     console.print(table)
     for notice in report.notices:

@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..context.tokens import EstimateCounter
 from ..errors import BackendUnavailable, InvalidInput
+from ..index import windows
 from ..index.chunks import Chunk, chunk_file, fact_chunks, layer_of
 from ..index.chunks import searchable_files as list_searchable
 from ..index.hybrid import Filters, Hit, Vectors, Weights, hybrid, vectors_in_ram
@@ -222,8 +223,9 @@ class Searcher:
             return report
 
     def index_status(self) -> dict[str, Any]:
-        """Index size, chunks, vectors, embedder, and files changed since the
-        last sync (without syncing)."""
+        """Index size, chunks, vectors, embedder (and the weight of a turn's
+        window in its vector), and files changed since the last sync (without
+        syncing)."""
         self.engine.check_open()
         state = self._searcher()
         with state.lock:
@@ -236,6 +238,12 @@ class Searcher:
                 "chunks": status.chunks,
                 "vectors": status.vectors,
                 "embedder": state.embedder_name,
+                # a transcript turn's vector: its own and its window's, by this weight
+                "context_vectors": windows.weight_for(
+                    self.engine.settings.context_vectors, self.engine.settings.embedder
+                )
+                if state.embedder is not None
+                else 0.0,
                 "stale_files": stale,
             }
 
@@ -480,27 +488,38 @@ class Searcher:
         index = state.index
         if embedder is None:
             return len(index.vectors)
-        if index.vector_model not in (None, embedder.name):
-            index.set_vectors(embedder.name, {})  # another model's vectors: drop them
-        missing = sorted(
-            cid for cid in index.unembedded if index.chunks[cid].layer not in UNEMBEDDED
-        )
+        settings = self.engine.settings
+        weight = windows.weight_for(settings.context_vectors, settings.embedder)
+        name = windows.model_name(embedder.name, weight)
+        if index.vector_model not in (None, name):
+            index.set_vectors(name, {})  # another model's vectors: drop them
+        missing = {cid for cid in index.unembedded if index.chunks[cid].layer not in UNEMBEDDED}
+        if weight and missing:
+            # the turns whose next turn has just arrived: their window is new
+            missing |= windows.stale_before(index, missing)
+        todo = sorted(missing)
         if state.vector_cache is None:
             from ..embed.cache import VectorCache  # not at import: the CLI starts fast
 
             state.vector_cache = VectorCache()
         done = 0
-        for start in range(0, len(missing), EMBED_BATCH):
+        for start in range(0, len(todo), EMBED_BATCH):
             # a chunk another process removed meanwhile is gone from the mirror
-            batch = [cid for cid in missing[start : start + EMBED_BATCH] if cid in index.chunks]
+            batch = [cid for cid in todo[start : start + EMBED_BATCH] if cid in index.chunks]
+            texts = [index.chunks[c].body for c in batch]
+            around = [windows.window_text(index, c) for c in batch] if weight else []
+            extra = [(row, text) for row, text in enumerate(around) if text is not None]
             # repeated texts ("ok", "I see."), in the batch or seen before: embedded once
-            matrix = state.vector_cache.embed(embedder, [index.chunks[c].body for c in batch])
-            index.set_vectors(
-                embedder.name, {cid: matrix[row].tobytes() for row, cid in enumerate(batch)}
-            )
+            matrix = state.vector_cache.embed(embedder, texts + [text for _, text in extra])
+            if extra:  # the turn's vector and its window's, mixed (index.windows)
+                own = matrix[: len(batch)].copy()
+                rows = [row for row, _ in extra]
+                own[rows] = windows.mix(own[rows], matrix[len(batch) :], weight)
+                matrix = own
+            index.set_vectors(name, {cid: matrix[row].tobytes() for row, cid in enumerate(batch)})
             done += len(batch)
             if progress is not None:
-                progress("vectors", done, len(missing))
+                progress("vectors", done, len(todo))
         return len(index.vectors)
 
     def _query_embedder(self, state: _SearchState) -> Callable[[str], np.ndarray] | None:

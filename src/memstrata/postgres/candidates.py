@@ -16,8 +16,11 @@ fusion, context, factors and citations as the RAM mirror's lists.
   a filter drops after the index scan (the tenant's row-level security
   policy first of all, then live, layers ...) make pgvector scan on, up to
   ``hnsw.max_scan_tuples``, instead of returning fewer rows than asked. The
-  rows come back re-sorted by their exact distance (relaxed order may swap
-  near ones); a score is the cosine similarity, ``1 - distance``.
+  rows come back re-sorted by their exact score (relaxed order may swap
+  near ones); a score is the inner product with the query (``1 - distance``
+  here): the cosine for a unit vector, and for a transcript turn's mix with
+  its window exactly the mix of the two cosines (``index.windows``), as the
+  RAM matrix scores it.
 * **Filters** SQL checks exactly (live, layers, session, source, path
   prefix) are in the ``WHERE``; the time window (since, until) is checked in
   RAM by the caller.
@@ -68,10 +71,10 @@ LIMIT %s
 """
 
 _NEAREST = """
-SELECT v.chunk_id, v.embedding <=> %b AS distance
+SELECT v.chunk_id, 1 + (v.embedding <#> %b) AS distance
 FROM memstrata_vectors v {join}
 WHERE v.embedding IS NOT NULL AND {where}
-ORDER BY distance
+ORDER BY v.embedding <=> %b
 LIMIT %s
 """
 
@@ -125,7 +128,7 @@ def word_rows(conn: Connection, query: str, limit: int, filters: Filters) -> Ran
 
 def nearest_sql(filters: Filters) -> tuple[str, list[Any]]:
     """The statement of ``nearest_rows`` (parameters: the vector, those
-    returned, the limit)."""
+    returned, the vector again, the limit)."""
     clause, params = where(filters)
     join = "JOIN memstrata_chunks c ON c.id = v.chunk_id" if clause != "true" else ""
     return _NEAREST.format(join=join, where=clause), params
@@ -135,11 +138,11 @@ def nearest_rows(
     conn: Connection, vector: np.ndarray, limit: int, filters: Filters
 ) -> list[tuple[int, float]]:
     """Up to ``limit`` chunks nearest to ``vector`` by the HNSW index, as
-    ``(chunk id, cosine distance)``, nearest first (ties by id)."""
+    ``(chunk id, 1 - inner product)``, nearest first (ties by id)."""
     if vector.shape != (VECTOR_DIM,):
         return []
     sql, params = nearest_sql(filters)
-    rows = conn.execute(sql.encode(), (vector, *params, limit)).fetchall()
+    rows = conn.execute(sql.encode(), (vector, *params, vector, limit)).fetchall()
     found = [(int(cid), float(distance)) for cid, distance in rows]
     found.sort(key=lambda row: (row[1], row[0]))
     return found

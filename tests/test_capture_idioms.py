@@ -1,0 +1,251 @@
+"""Issue 17, round 3: idioms the rules took for durable facts (docs/capture.md).
+
+Sentences here are in none of the corpus files. Two families, in each language
+they exist in, each with the positives that share its words and must still be
+found:
+
+* "it's not about X, it's about Y" ("дело не в X, а в Y", "gap X da emas,
+  Y da", "不是X的问题，是Y") weighs what matters; it corrects no fact, unlike
+  "it's not Python, it's Go";
+* a one-off instruction about the answer being written ("don't forget the
+  imports in the snippet", "не забудь про импорты в этом примере") keeps
+  nothing, unlike "don't forget, the demo is Friday";
+
+and nostalgia spelled without "I" ("remember the good old days of…").
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from memstrata.capture.scan import scan
+
+NOT_ABOUT = [
+    "it's not about the money, it's about the principle",
+    "It's not about speed, it's about correctness.",
+    "it's not about whether it works, it's about whether anyone can read it",
+    "it's about the principle, not the money",
+    "this is about trust, not about speed",
+    "дело не в деньгах, а в принципе",
+    "Дело не в скорости, а в надёжности.",
+    "дело в принципе, а не в деньгах",
+    "речь не о скорости, а о надёжности",
+    "не в деньгах дело, а в принципе",
+    "gap pulda emas, prinsipda",
+    "gap tezlikda emas, sifatda",
+    "gap prinsipda, pulda emas",
+    "masala pulda emas, vaqtda",
+    "不是钱的问题，是原则的问题",
+    "这不是速度的问题，是质量的问题",
+    "是原则的问题，不是钱的问题",
+    "不是钱的事，是面子的事",
+]
+ONE_OFF = [
+    "don't forget the imports in the snippet",
+    "don't forget the imports in that snippet you gave me",
+    "don't forget the semicolons",
+    "don't forget to add error handling to that function",
+    "remember to add type hints in the example",
+    "remember to close the connection in the code above",
+    "не забудь про импорты в этом примере",
+    "не забудь импорты в коде",
+    "не забудь точку с запятой",
+    "не забудь обработку ошибок в этой функции",
+    "importlarni unutma bu misolda",
+    "nuqtali vergulni unutma",
+    "bu funksiyada xatolarni tekshirishni unutmang",
+    "别忘了代码里的import",
+    "别忘了在这个例子里加上import",
+    "别忘了分号",
+    "这个函数里别忘了处理异常",
+    "记得在例子里加上类型注解",
+]
+NOSTALGIA = [
+    "remember the good old days of jquery",
+    "remember the time we deployed by ftp, lol",
+]
+# the forms these must not take away
+STILL = [
+    ("it's not Python, it's Go", "correction"),
+    ("It's not the staging db, it's prod", "correction"),
+    ("my email is a@b.io, not a@b.com", "correction"),
+    ("это не Python, а Go", "correction"),
+    ("почта a@b.io, а не a@b.com", "correction"),
+    ("bu Python emas, Go", "correction"),
+    ("Malika, Malik emas", "correction"),
+    ("不是周五，是周四", "correction"),
+    ("don't forget, the demo is on Friday", "remember"),
+    ("don't forget my mom's birthday is on March 3rd", "remember"),
+    ("don't forget to renew the SSL cert before it lapses", "remember"),
+    ("remember that in every example I want type hints", "remember"),
+    ("не забудь, дедлайн 15 января", "remember"),
+    ("не забудь отправить договор Азизу", "remember"),
+    ("unutma, dedlayn 15-yanvar", "remember"),
+    ("sertifikatni yangilashni unutmang", "remember"),
+    ("别忘了，截止日期是1月15日", "remember"),
+    ("别忘了把合同发给阿兹", "remember"),
+]
+
+
+def rules(text: str) -> set[str]:
+    return {entry.category for entry in scan(text, learned=False)}
+
+
+@pytest.mark.parametrize("text", NOT_ABOUT)
+def test_what_it_is_about_is_no_correction(text: str) -> None:
+    assert "correction" not in rules(text)
+
+
+@pytest.mark.parametrize("text", ONE_OFF)
+def test_a_one_off_instruction_about_the_answer_is_kept_nowhere(text: str) -> None:
+    assert "remember" not in rules(text)
+
+
+@pytest.mark.parametrize("text", NOSTALGIA)
+def test_nostalgia_without_i_is_no_reminder(text: str) -> None:
+    assert "remember" not in rules(text)
+
+
+@pytest.mark.parametrize(("text", "category"), STILL)
+def test_the_forms_sharing_their_words_are_still_found(text: str, category: str) -> None:
+    assert category in rules(text)
+
+
+# found among the rules' false captures on the training corpus, each written
+# anew here: reported speech by a name ending in -я ("Аня говорит", which the
+# veto's "(?<!я )" took for the user's own "я говорю"), by a nickname or a
+# relative ("小安说是", "跟我说", "我哥说", "my therapist keeps telling me"),
+# someone else's decision ("клиент решил", "领导决定…，不是我定的"), "不记得",
+# "scratch that question", "I don't know what I want", "never forget the time…",
+# a polite "no thanks, not needed" and meta talk ("xulosa qilaylik")
+OTHERS = [
+    "Катя говорит, что её собаку зовут Буся",
+    "Ваня рассказал, что его жену зовут Лена",
+    "Таня говорит, что в среду, а не в четверг",
+    "заказчик решил взять Azure, это не моё решение",
+    "小周说是周三，不是周四",
+    "小李跟我说他的狗叫豆豆",
+    "我姐说这次一定要我记住她的地址",
+    "老板决定用MySQL，不是我定的",
+    "不记得密码放哪了",
+    "我到现在还记得第一次写代码",
+    "my doctor keeps telling me I prefer sugar too much",
+    "scratch that question, not important",
+    "honestly I don't know what I want for the logo",
+    "never forget the night the db died, lol",
+    "yo'q, rahmat, hozir kerak emas",
+    "ob-havo yaxshi emas, yana qor yog'yapti",
+    "keling, Redis bo'yicha gaplarimizni xulosa qilaylik",
+    "mayli, keyingi savolga o'tamiz",
+]
+STILL_OTHERS = [
+    ("я сказал, что меня зовут Сардор", "proper_noun"),
+    ("Мы решили взять Azure", "decision"),
+    ("我们决定用MySQL", "decision"),
+    ("别忘了，我的护照8月到期", "remember"),
+    ("scratch that, the meeting is at 3", "correction"),
+    ("I want replies in Russian", "preference"),
+    ("yo'q, Malika emas, Malik", "correction"),
+    ("mayli, ikkinchi variantni olamiz", "decision"),
+]
+
+
+@pytest.mark.parametrize("text", OTHERS)
+def test_others_words_and_declines_capture_nothing(text: str) -> None:
+    assert rules(text) == set()
+
+
+@pytest.mark.parametrize(("text", "category"), STILL_OTHERS)
+def test_the_users_own_forms_are_still_found(text: str, category: str) -> None:
+    assert category in rules(text)
+
+
+# round 3c, from the rules' false captures on native3/ (read after its one
+# measurement), each written anew: the artefacts of a one-off fix widened
+# (regex, json, sql…), "that's all for now", "X, not surprised", "note that
+# I'm not saying…", a friend's pet, "не знаю, а ты…", a choice at a former
+# job, "не знаю, что мне нравится", a wish with "ko'rsating / bo'lsin, X emas",
+# "sifatida emas", "akam Vim'ni" (an object), "ismim … da bor", a book's town,
+# "faqat shu javobda", "代码里别忘了", "以后用得着：", a liking of the past,
+# a friend's cat
+OTHERS_3C = [
+    "don't forget the anchors in that regex",
+    "remember to sort the keys in the json output",
+    "nope, that's it for now",
+    "the build failed again, not surprised",
+    "note that I'm just asking, no pressure",
+    "my neighbour's cat is called Smudge",
+    "не помню, а вы как считаете",
+    "в прошлой компании выбрали Jira, все страдали",
+    "не уверен, какой шрифт мне больше нравится",
+    "narxlarni so'mda ko'rsating, yevroda emas",
+    "hazil sifatida emas, jiddiy aytyapman",
+    "ukam Rust'ni o'rganyapti",
+    "ismim ro'yxatda bor",
+    "kinodagi qishloq nomi Oqtepa edi",
+    "faqat shu safar qisqa yozing",
+    "示例里别忘了关闭文件",
+    "以后用得上：备份在NAS的第二个盘",
+    "上学的时候我喜欢踢足球",
+    "同事家的猫叫年糕",
+]
+STILL_3C = [
+    ("don't forget, my flight is at 6am", "remember"),
+    ("no, it's the staging db that's down", "correction"),
+    ("it's Go, not Rust", "correction"),
+    ("note that the office moved to Chilonzor", "remember"),
+    ("my dog is named Rex", "proper_noun"),
+    ("нет, в среду, а не в четверг", "correction"),
+    ("мы выбрали Jira", "decision"),
+    ("мне больше нравится тёмная тема", "preference"),
+    ("bu Python emas, Go", "correction"),
+    ("akam Sardor Toshkentda yashaydi", "proper_noun"),
+    ("ismim Jasur", "proper_noun"),
+    ("faqat o'zbek tilida yozing", "preference"),
+    ("以后回答都用中文", "preference"),
+    ("我喜欢简短的回答", "preference"),
+    ("我家的猫叫年糕", "proper_noun"),
+]
+
+
+@pytest.mark.parametrize("text", OTHERS_3C)
+def test_round_3c_hard_negatives_capture_nothing(text: str) -> None:
+    assert rules(text) == set()
+
+
+@pytest.mark.parametrize(("text", "category"), STILL_3C)
+def test_round_3c_forms_are_still_found(text: str, category: str) -> None:
+    assert category in rules(text)
+
+
+# round 3d: questions phrased as statements, written by hand: a tag question
+# asks for confirmation ("…, right", "…, да", "…, shundaymi", "…，对吧"),
+# "I wonder whether…" is open doubt
+TAG_QUESTIONS = [
+    "so we're deploying on fridays now, right",
+    "and we settled on Kafka, didn't we",
+    "I wonder if we decided on the blue logo",
+    "итак, мы остановились на Kafka, верно",
+    "значит, релиз в пятницу, да",
+    "xullas, Kafka'ni tanladik, shundaymi",
+    "ismim Bobur ekan, to'g'rimi",
+    "那我们就用Kafka了，对吧",
+    "logo定了蓝色的，是吧",
+]
+STILL_3D = [
+    ("right, we're going with Kafka", "decision"),
+    ("we settled on Kafka", "decision"),
+    ("да, мы выбрали Kafka", "decision"),
+    ("mayli, Kafka'ni tanladik", "decision"),
+    ("那就用Kafka吧，定了", "decision"),
+]
+
+
+@pytest.mark.parametrize("text", TAG_QUESTIONS)
+def test_a_tag_question_captures_nothing(text: str) -> None:
+    assert rules(text) == set()
+
+
+@pytest.mark.parametrize(("text", "category"), STILL_3D)
+def test_a_plain_statement_is_still_found(text: str, category: str) -> None:
+    assert category in rules(text)

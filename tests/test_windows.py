@@ -1,0 +1,155 @@
+"""Contextual vectors (issue 16, ``index.windows``): a transcript turn's stored
+vector mixes its own embedding with its window's (previous + turn + next), and
+the turn before a new one is embedded again when its window gains a next."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+
+from memstrata import Memory
+from memstrata.errors import InvalidInput
+from memstrata.index import windows
+
+
+class Recording:
+    """A deterministic test embedder that remembers every text it was given."""
+
+    name = "recording"
+    dim = 16
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    def vector(self, text: str) -> np.ndarray:
+        seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
+        row = np.random.default_rng(seed).standard_normal(self.dim).astype(np.float32)
+        return row / np.linalg.norm(row)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.seen.extend(texts)
+        return np.stack([self.vector(t) for t in texts]) if texts else np.zeros((0, self.dim))
+
+
+def _stored(memory: Memory) -> dict[str, np.ndarray]:
+    """Each transcript chunk's body -> its stored vector (after a sync)."""
+    memory.search("anything")
+    index = memory._search._searcher().index  # noqa: SLF001 - the test reads the index
+    return {
+        index.chunks[cid].body: np.frombuffer(vec, dtype=np.float32)
+        for cid, vec in index.vectors.items()
+        if index.chunks[cid].layer == "transcripts"
+    }
+
+
+def _mixed(model: Recording, own: str, window: str, weight: float) -> np.ndarray:
+    return (1 - weight) * model.vector(own) + weight * model.vector(window)
+
+
+def test_a_turn_is_stored_mixed_with_its_window(tmp_path):
+    model = Recording()
+    with Memory.open(tmp_path / "ws", embedder=model, context_vectors=0.6) as memory:
+        memory.record_turn("s1", user="I adopted a dog last week", assistant="What is its name?")
+        memory.record_turn("s1", user="Rex, a golden retriever", assistant="Lovely name.")
+        stored = _stored(memory)
+        index = memory._search._searcher().index  # noqa: SLF001
+        assert index.vector_model == "recording+window:0.6"
+    bodies = list(stored)
+    assert len(bodies) == 4  # user and assistant messages of two turns
+    first, second, third, fourth = bodies
+    # the middle message: the one before, itself, the one after, as one text
+    window = f"{second}\n{third}\n{fourth}"
+    assert window in model.seen
+    np.testing.assert_allclose(stored[third], _mixed(model, third, window, 0.6), atol=1e-6)
+    # the first has no message before it: itself and the next
+    np.testing.assert_allclose(
+        stored[first], _mixed(model, first, f"{first}\n{second}", 0.6), atol=1e-6
+    )
+    for vector in stored.values():  # a mix of unit vectors: never longer than 1
+        assert float(np.linalg.norm(vector)) <= 1.0 + 1e-6
+
+
+def test_the_last_turn_is_embedded_again_when_the_next_one_arrives(tmp_path):
+    model = Recording()
+    with Memory.open(tmp_path / "ws", embedder=model, context_vectors=0.6) as memory:
+        memory.record_turn("s1", user="We moved the launch", assistant="To when?")
+        last = _stored(memory)["To when?"]
+        np.testing.assert_allclose(
+            last, _mixed(model, "To when?", "We moved the launch\nTo when?", 0.6), atol=1e-6
+        )
+        memory.record_turn("s1", user="To the 14th of March", assistant="Noted.")
+        again = _stored(memory)["To when?"]
+    window = "We moved the launch\nTo when?\nTo the 14th of March"
+    np.testing.assert_allclose(again, _mixed(model, "To when?", window, 0.6), atol=1e-6)
+    assert not np.allclose(again, last)
+
+
+def test_windows_stay_inside_a_session_and_cut_long_neighbours(tmp_path):
+    model = Recording()
+    long_result = "x" * 5000
+    with Memory.open(tmp_path / "ws", embedder=model, context_vectors=0.6) as memory:
+        memory.record_turn("alpha", user="alpha one", assistant=long_result)
+        memory.record_turn("beta", user="beta one", assistant="beta two")
+        stored = _stored(memory)
+    assert "alpha one\n" + long_result[: windows.NEIGHBOUR_CHARS] in model.seen
+    assert not any("alpha" in text and "beta" in text for text in model.seen)
+    np.testing.assert_allclose(
+        stored["beta one"], _mixed(model, "beta one", "beta one\nbeta two", 0.6), atol=1e-6
+    )
+
+
+def test_weight_zero_stores_each_turn_alone(tmp_path):
+    model = Recording()
+    with Memory.open(tmp_path / "ws", embedder=model, context_vectors=0) as memory:
+        memory.record_turn("s1", user="first said", assistant="second said")
+        stored = _stored(memory)
+        assert memory._search._searcher().index.vector_model == "recording"  # noqa: SLF001
+    assert "first said\nsecond said" not in model.seen
+    np.testing.assert_allclose(stored["first said"], model.vector("first said"), atol=1e-6)
+
+
+def test_changing_the_weight_embeds_the_index_again(tmp_path):
+    ws = tmp_path / "ws"
+    with Memory.open(ws, embedder=Recording(), context_vectors=0) as memory:
+        memory.record_turn("s1", user="one", assistant="two")
+        plain = _stored(memory)
+    model = Recording()
+    with Memory.open(ws, embedder=model, context_vectors=0.5) as memory:
+        mixed = _stored(memory)
+    assert "one\ntwo" in model.seen
+    np.testing.assert_allclose(mixed["one"], _mixed(model, "one", "one\ntwo", 0.5), atol=1e-6)
+    assert not np.allclose(mixed["one"], plain["one"])
+
+
+@pytest.mark.parametrize("bad", [-0.1, 1.5, "high", True])
+def test_the_weight_is_checked(tmp_path, bad):
+    with pytest.raises(InvalidInput, match="context_vectors"):
+        Memory.open(tmp_path / "ws", embedder="hash", context_vectors=bad)
+
+
+def test_the_weight_measured_for_each_embedder(tmp_path):
+    assert windows.weight_for(None, "minilm") == 0.6  # LoCoMo leave-one-out
+    assert windows.weight_for(None, "static") == 0.0  # lost recall at 0.6
+    assert windows.weight_for(None, Recording()) == 0.0  # not measured: none
+    assert windows.weight_for(0.3, "static") == 0.3
+    assert windows.weight_for(0, "minilm") == 0.0
+    model = Recording()
+    with Memory.open(tmp_path / "ws", embedder=model) as memory:  # no setting: none
+        memory.record_turn("s1", user="one", assistant="two")
+        memory.search("one")
+    assert "one\ntwo" not in model.seen
+
+
+def test_the_status_names_the_weight(tmp_path):
+    with Memory.open(tmp_path / "a", embedder=Recording(), context_vectors=0.6) as memory:
+        assert memory.index_status()["context_vectors"] == 0.6
+    with Memory.open(tmp_path / "b", embedder="none", context_vectors=0.6) as memory:
+        assert memory.index_status()["context_vectors"] == 0.0  # no vectors at all
+
+
+def test_model_name():
+    assert windows.model_name("minilm", 0) == "minilm"
+    assert windows.model_name("minilm", 0.6) == "minilm+window:0.6"
