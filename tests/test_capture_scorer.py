@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import itertools
 import json
 import math
 import re
@@ -185,6 +186,39 @@ def test_weights_off_the_float16_grid_are_fsummed() -> None:
     rows = [model.bias, *(model.row(model.index[name]) for name in names), tuple(rules[5])]
     assert got == tuple(math.fsum(column) for column in zip(*rows, strict=True))
     assert got == fsummed(model).logits("call bank", {"remember"})
+
+
+def test_every_set_of_rule_verdicts_gives_the_fsum_of_every_row() -> None:
+    """``Model.bases`` (the bias plus the rules' rows, exact) for each of the
+    64 sets of verdicts, against every row ``fsum``'d."""
+    model = scorer.load_model()
+    assert model is not None
+    reference = fsummed(model)
+    texts = [
+        "note for later: call the bank. I prefer tea, not coffee.",
+        "we decided on Postgres; my name is Bob",
+        "Мы решили: PostgreSQL. 我喜欢茶。",
+        "",
+    ]
+    for size in range(len(scorer.RULE_CATEGORIES) + 1):
+        for hits in itertools.combinations(scorer.RULE_CATEGORIES, size):
+            for text in texts:
+                got = model.logits(text, {*hits, "not a category"})
+                assert got == reference.logits(text, set(hits)), (text, hits)
+    assert all(base is not None for base in model.bases.values())  # float32 rows sum exactly
+
+
+def test_a_base_float64_cannot_hold_falls_back_to_the_fsum() -> None:
+    names = ["^", "bank", "$"]
+    weights = [[0.5, 0.25, -0.125, 1.0, 0.0]] * len(names)
+    rules = [[1.0, 2.0**-60, 0.5, 0.0, 3.0]] + [[0.25] * 5] * 5  # 1 + 2**-60 is not a float
+    bias = [2.0**-60, 1.0, 0.0, -1.0, 0.5]
+    model = scorer.Model(names, weights, rules, bias)
+    got = model.logits("bank", {"correction"})
+    assert model.bases[(True, False, False, False, False, False)] is None
+    rows = [model.bias, *(model.row(model.index[name]) for name in names), tuple(rules[0])]
+    assert got == tuple(math.fsum(column) for column in zip(*rows, strict=True))
+    assert model.logits("bank", {"proper_noun"}) == fsummed(model).logits("bank", {"proper_noun"})
 
 
 def test_loading_and_scoring_import_no_numpy() -> None:

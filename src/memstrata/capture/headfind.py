@@ -37,17 +37,18 @@ class Finder:
     """Finds the heads of some searches, each known by a slot number, in a text:
     per pass, the regex and whether it runs on ``" " + lowered``; per head (of the
     second pass: after ``_ANYWHERE``), what it stands for: in ``keys``, per slot
-    worked out at once, (slot, the plan of its alternatives' wants); in
-    ``later``, for the ``lazy`` ones, worked out when asked, (slot, alternatives)."""
+    worked out at once, (slot, the plan of its alternatives' wants); for the
+    ``lazy`` slots, in ``lazy``, per slot, head -> its alternatives there (no
+    wants read: ``Starts.get`` places them only when asked)."""
 
     passes: tuple[tuple[re.Pattern[str], bool], ...]
     keys: Mapping[str, tuple[tuple[int, _Plan], ...]]
-    later: Mapping[str, tuple[Head, ...]]
     guard: re.Pattern[str] | None  # text on which lowering does not mirror IGNORECASE
     digits: bool  # some head holds a digit that ``\\d`` stood for
     searches: Mapping[int, HeadSearch]  # by slot
     always: frozenset[int]  # slots whose search runs whatever heads are found (``plain``)
     rests: tuple[tuple[int, _Plan], ...]  # (slot, the plan of its ``rest_mask``), not lazy
+    lazy: Mapping[int, Mapping[str, int]]  # per lazy slot, head -> its alternatives there
 
 
 def finder(searches: Mapping[int, HeadSearch], lazy: Collection[int] = ()) -> Finder:
@@ -62,7 +63,7 @@ def finder(searches: Mapping[int, HeadSearch], lazy: Collection[int] = ()) -> Fi
                 masks = into.setdefault(head, {})
                 masks[slot] = masks.get(slot, 0) | mask
         literals.update(*(want for want in found.wants if want), found.needs or ())
-    passes, keys, later = [], {}, {}
+    passes, keys, later = [], {}, dict[int, dict[str, int]]()
     plans: dict[Head, tuple[int, _Plan]] = {}  # one per (slot, alternatives)
     for by_head, padded in ((word, True), (anywhere, False)):
         if by_head:
@@ -74,7 +75,9 @@ def finder(searches: Mapping[int, HeadSearch], lazy: Collection[int] = ()) -> Fi
                     if key not in plans and key[0] not in lazy:
                         plans[key] = (key[0], _plan(searches[key[0]], key[1]))
                 keys[name] = tuple(plans[key] for key in slots if key[0] not in lazy)
-                later[name] = tuple(key for key in slots if key[0] in lazy)
+                for slot, mask in slots:
+                    if slot in lazy:
+                        later.setdefault(slot, {})[name] = mask
     chars = set("".join(word) + "".join(anywhere) + "".join(literals))
     always = frozenset(slot for slot, found in searches.items() if found.plain)
     rests = tuple(
@@ -85,12 +88,12 @@ def finder(searches: Mapping[int, HeadSearch], lazy: Collection[int] = ()) -> Fi
     return Finder(
         tuple(passes),
         keys,
-        later,
         _guard(chars),
         bool(chars & set(DIGITS)),
         searches,
         always,
         rests,
+        later,
     )
 
 
@@ -195,13 +198,11 @@ class Starts:
         "_lowered",
         "_heads",
         "_starts",
-        "_later",
         "_got",
     )
 
     def __init__(self, found: Finder, lowered: str, heads: list[str], starts: list[int]) -> None:
         self._found, self._lowered, self._heads, self._starts = found, lowered, heads, starts
-        self._later: dict[int, dict[str, int]] | None = None
         self._got: dict[int, list[Head]] = {}
         self.active = self._match(found.keys)
         self.rests: dict[int, int] = {}  # the few slots with alternatives without heads
@@ -240,33 +241,21 @@ class Starts:
                         out[slot] = {head: mask}
         return out
 
-    def _lazy(self) -> dict[int, dict[str, int]]:
-        """Per lazy slot, head -> its alternatives in the slot (wants not read)."""
-        out: dict[int, dict[str, int]] = {}
-        later = self._found.later
-        for head in dict.fromkeys(self._heads):
-            for slot, mask in later[head]:
-                if slot in out:
-                    out[slot][head] = mask
-                else:
-                    out[slot] = {head: mask}
-        return out
-
     def get(self, slot: int) -> list[Head]:
         """Where the slot's heads start, in order, each with its alternatives that
         can match in the text."""
         got = self._got.get(slot)
         if got is None:
-            by_head = self.active.get(slot)
-            if by_head is None:
-                if self._later is None:  # tried on a sentence or two: no wants read
-                    self._later = self._lazy()
-                by_head = self._later.get(slot)
+            by_head: Mapping[str, int] | None = self.active.get(slot)
+            if by_head is None:  # a lazy slot (vetoes): every head of it, no wants read
+                by_head = self._found.lazy.get(slot)
             got = self._got[slot] = _positions(by_head, self._heads, self._starts)
         return got
 
 
-def _positions(by_head: dict[str, int] | None, heads: list[str], starts: list[int]) -> list[Head]:
+def _positions(
+    by_head: Mapping[str, int] | None, heads: list[str], starts: list[int]
+) -> list[Head]:
     """(position, alternatives) where each head of ``by_head`` starts, in order."""
     if not by_head:
         return []

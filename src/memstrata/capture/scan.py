@@ -464,14 +464,27 @@ def _first(
     return None
 
 
-def _learned(found: dict[str, Entry], text: str, ruleset: RuleSet, codes: Sequence[str]) -> None:
+def _learned(
+    found: dict[str, Entry],
+    message: _Message,
+    ruleset: RuleSet,
+    codes: Sequence[str],
+    vetoes: dict[int, dict[tuple[int, int], bool]],
+) -> None:
     """Add the durable categories the learned scorer finds beyond the rules
-    (``scorer.py``), each on a sentence no pack's vetoes match."""
-    for category, (start, end) in additions(text, found):
-        sentence = text[start:end]
-        vetoes = (ruleset.packs[code].veto for code in codes)
-        if not any(veto and veto.pattern.search(sentence) for veto in vetoes):
-            found[category] = Entry(category, sentence, (start, end))
+    (``scorer.py``), each on a sentence no pack's vetoes match (``_vetoed``,
+    remembered per sentence as for the rules: the same answer as the packs'
+    veto patterns searched over the sentence)."""
+    text = message.text
+    for category, span in additions(text, found):
+        for index, code in enumerate(codes):
+            vetoed = vetoes.setdefault(index, {})
+            if span not in vetoed:
+                vetoed[span] = _vetoed(ruleset.packs[code], message, span, index * _SLOTS + _VETO)
+            if vetoed[span]:
+                break
+        else:
+            found[category] = Entry(category, text[span[0] : span[1]], span)
 
 
 def _slots(
@@ -522,5 +535,5 @@ def scan(
         if entry:
             found[category] = entry
     if learned and (languages is None or set(codes) & set(_detect(text))):
-        _learned(found, text, ruleset, codes)
+        _learned(found, message, ruleset, codes, vetoes)
     return sorted(found.values(), key=lambda e: (e.span[0], _OFFSET[e.category]))
