@@ -157,7 +157,11 @@ def test_the_learned_sentences_are_vetoed_as_by_the_plain_veto_search() -> None:
     assert vetoed > 100  # the vetoes were put to the test
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=300,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(st.lists(st.sampled_from(VETO_WORDS), max_size=30).map(" ".join))
 def test_vetoes_by_heads_match_the_plain_search_on_any_sentence(text: str) -> None:
     for fast, plain in _veto_checks(text):
