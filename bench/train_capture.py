@@ -67,6 +67,7 @@ FOLDERS = {
     "native": CORPUS / "native",
     "native2": CORPUS / "native2",
     "native3": CORPUS / "native3",
+    "native4": CORPUS / "native4",
     "template2": CORPUS / "generated2",
     "template3": CORPUS / "generated3",
 }
