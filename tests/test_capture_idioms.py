@@ -323,3 +323,28 @@ def test_round_4_forms_are_still_found(text: str, category: str) -> None:
 
 def test_round_4_a_version_in_use_is_a_value_not_a_wish() -> None:
     assert rules("我用的是Node 20") == {"specific_value"}
+
+
+# round 4b: a pasted error line keeps nothing, neither for the rules nor for
+# the scorer (the scorer took "…: context deadline exceeded" for a reminder
+# on native4/); a decision after the paste, on its own line, still counts
+PASTED_ERRORS = [
+    "ValueError: note that the key must be a string",
+    "ошибка такая: RuntimeError: не забудьте вызвать init",
+    "xato: ValueError: eslab qoling, kalit matn bo'lishi kerak",
+    "报错：RuntimeError: 别忘了先调用init",
+]
+
+
+@pytest.mark.parametrize("text", PASTED_ERRORS)
+def test_round_4b_a_pasted_error_captures_nothing(text: str) -> None:
+    assert {entry.category for entry in scan(text)} & {"remember", "decision", "correction", "preference", "proper_noun"} == set()
+
+
+def test_round_4b_an_error_in_prose_still_counts() -> None:
+    assert "remember" in rules("remember: our error budget is 0.1% a month")
+
+
+def test_round_4b_a_decision_after_the_paste_still_counts() -> None:
+    text = 'here is the log:\nKeyError: "user"\nanyway, we decided to go with FastAPI'
+    assert "decision" in rules(text)
