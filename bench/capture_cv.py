@@ -7,7 +7,7 @@ remember). Two cross-validations, each fold training the scorer with
 
 * **by author**: hold out ``blind``, ``template``, ``hand``, ``probe``, ``fresh``,
   ``paraphrase``, ``recheck``, ``recheck2``, ``native``, ``native2``, ``native3``,
-  ``template2`` or ``template3``; train on the rest (``original`` included). ``original`` —
+  ``native4``, ``template2`` or ``template3``; train on the rest (``original`` included). ``original`` —
   the messages the rules were written from — is never a test group. The
   per-language table pools the held-out folds: every message is predicted
   by a model that never saw its author's messages.
@@ -104,6 +104,9 @@ TRIES: dict[str, dict[str, Any]] = {
     "pw2_0.65_prune_0.02": {"positive_weight": 2.0, "threshold": 0.65, "prune": 0.02},
     "pw2_0.65_prune_0.05": {"positive_weight": 2.0, "threshold": 0.65, "prune": 0.05},
     "pw2_0.65_prune_0.1": {"positive_weight": 2.0, "threshold": 0.65, "prune": 0.1},
+    # round 4 (native4/): a cut between the shipped 0.65 and 0.7
+    "pw2_0.675": {"positive_weight": 2.0, "threshold": 0.675},
+    "pw2_0.66": {"positive_weight": 2.0, "threshold": 0.66},
 }
 
 Counts = dict[str, list[int]]

@@ -21,7 +21,9 @@ change and never tuned on) and ``native`` (``native/``, written by hand from
 the guide before measuring the rules on it, measured once, then trained on)
 and ``native2`` (``native2/``, the same method, the paraphrase families and
 hard negatives issue 17 still misses) and ``native3`` (``native3/``, the same
-method by a writer who had read the rules, round 3) and ``template2`` and ``template3``
+method by a writer who had read the rules, round 3) and ``native4`` (``native4/``,
+written persona by persona, round 4; the shipped ``scorer.bin`` is still round 3's,
+see docs/capture.md) and ``template2`` and ``template3``
 (``generated2/``, ``generated3/``: the second and third template sets of
 ``bench/gen_capture_corpus.py``).
 
@@ -67,6 +69,7 @@ FOLDERS = {
     "native": CORPUS / "native",
     "native2": CORPUS / "native2",
     "native3": CORPUS / "native3",
+    "native4": CORPUS / "native4",
     "template2": CORPUS / "generated2",
     "template3": CORPUS / "generated3",
 }

@@ -336,6 +336,7 @@ GROWN = [
     ("native", "native"),
     ("native2", "native2"),
     ("native3", "native3"),
+    ("native4", "native4"),
     ("generated2", "template2"),
     ("generated3", "template3"),
 ]
