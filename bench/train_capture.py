@@ -214,8 +214,16 @@ def save(model: Trained, path: Path = OUT) -> int:
     return len(data)
 
 
+# Folders that are cross-validation folds but not in the shipped scorer's
+# training set: retrained with native4 the older folds lost 0.5 points of
+# precision for 0.9 of recall (docs/capture.md, round 4), so scorer.bin is
+# the fit without it (the round-4 rules change no verdict outside native4,
+# so this reproduces the shipped file byte for byte).
+NOT_SHIPPED = ("native4",)
+
+
 def main() -> int:
-    messages = load_corpus()
+    messages = [m for m in load_corpus() if m["author"] not in NOT_SHIPPED]
     size = save(train(messages))
     print(f"{len(messages)} messages -> {OUT.relative_to(ROOT)} ({size / 1024:.0f} kB)")
     return 0
