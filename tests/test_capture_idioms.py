@@ -338,7 +338,13 @@ PASTED_ERRORS = [
 
 @pytest.mark.parametrize("text", PASTED_ERRORS)
 def test_round_4b_a_pasted_error_captures_nothing(text: str) -> None:
-    assert {entry.category for entry in scan(text)} & {"remember", "decision", "correction", "preference", "proper_noun"} == set()
+    assert {entry.category for entry in scan(text)} & {
+        "remember",
+        "decision",
+        "correction",
+        "preference",
+        "proper_noun",
+    } == set()
 
 
 def test_round_4b_an_error_in_prose_still_counts() -> None:
