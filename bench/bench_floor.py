@@ -65,16 +65,12 @@ def _best_cosines(scores: np.ndarray, rng: np.random.Generator) -> dict[int, np.
 def _windows(conversation: locomo.Conversation) -> list[str]:
     """Each turn's window (the turn before it, itself, the one after, in its
     session) as ``index.windows.window_text`` builds it; a turn alone: itself."""
-    cut = windows.NEIGHBOUR_CHARS
     out = []
     for session in conversation.sessions:
         said = [f"{t.speaker}: {t.text}" for t in session.turns]
         for n, text in enumerate(said):
-            parts = [said[n - 1][-cut:]] if n else []
-            parts.append(text)
-            if n + 1 < len(said):
-                parts.append(said[n + 1][:cut])
-            out.append("\n".join(parts))
+            after = said[n + 1] if n + 1 < len(said) else None
+            out.append(windows.joined(said[n - 1] if n else None, text, after))
     return out
 
 

@@ -1,6 +1,7 @@
 """In-memory backends for the narrow Protocols: ``InMemoryIndex``
 (``index.protocol.Index``), ``InMemoryFactStore`` (``stores.protocol.FactStore``)
-and ``InMemoryVolume`` (``storage.volume.Volume``).
+and ``InMemoryVolume`` (``storage.volume.Volume``); and ``RecordingEmbedder``,
+a deterministic ``Embedder`` that remembers what it was asked to embed.
 
 Each is a real working implementation written from the Protocol's guarantees
 alone (plain dicts; no SQLite, no files, no code shared with the embedded
@@ -13,9 +14,12 @@ append is never ``Stale``.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
+
+import numpy as np
 
 from memstrata.errors import NotFound
 from memstrata.index.chunks import Chunk
@@ -25,7 +29,29 @@ from memstrata.storage.journal import Record
 from memstrata.storage.volume import Stat, Swapped, clean_prefix, clean_rel
 from memstrata.stores.longterm import Forgotten
 
-__all__ = ["InMemoryFactStore", "InMemoryIndex", "InMemoryVolume"]
+__all__ = ["InMemoryFactStore", "InMemoryIndex", "InMemoryVolume", "RecordingEmbedder"]
+
+
+class RecordingEmbedder:
+    """Texts to seeded random unit vectors (the text's SHA-256 is the seed),
+    every text it was given kept in ``seen``. ``shift`` adds a direction all
+    vectors share (every cosine positive, so no vector is dropped as unlike)."""
+
+    def __init__(self, dim: int = 16, shift: float = 0.0, name: str = "recording") -> None:
+        self.name, self.dim, self.shift = name, dim, shift
+        self.seen: list[str] = []
+
+    def vector(self, text: str) -> np.ndarray:
+        seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
+        row = np.random.default_rng(seed).standard_normal(self.dim).astype(np.float32)
+        row += np.float32(self.shift)
+        return row / np.linalg.norm(row)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.seen.extend(texts)
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.stack([self.vector(text) for text in texts])
 
 
 class InMemoryIndex:

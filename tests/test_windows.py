@@ -4,34 +4,13 @@ the turn before a new one is embedded again when its window gains a next."""
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Sequence
-
 import numpy as np
 import pytest
 
+from fakes import RecordingEmbedder
 from memstrata import Memory
 from memstrata.errors import InvalidInput
 from memstrata.index import windows
-
-
-class Recording:
-    """A deterministic test embedder that remembers every text it was given."""
-
-    name = "recording"
-    dim = 16
-
-    def __init__(self) -> None:
-        self.seen: list[str] = []
-
-    def vector(self, text: str) -> np.ndarray:
-        seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
-        row = np.random.default_rng(seed).standard_normal(self.dim).astype(np.float32)
-        return row / np.linalg.norm(row)
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        self.seen.extend(texts)
-        return np.stack([self.vector(t) for t in texts]) if texts else np.zeros((0, self.dim))
 
 
 def _stored(memory: Memory) -> dict[str, np.ndarray]:
@@ -45,12 +24,12 @@ def _stored(memory: Memory) -> dict[str, np.ndarray]:
     }
 
 
-def _mixed(model: Recording, own: str, window: str, weight: float) -> np.ndarray:
+def _mixed(model: RecordingEmbedder, own: str, window: str, weight: float) -> np.ndarray:
     return (1 - weight) * model.vector(own) + weight * model.vector(window)
 
 
 def test_a_turn_is_stored_mixed_with_its_window(tmp_path):
-    model = Recording()
+    model = RecordingEmbedder()
     with Memory.open(tmp_path / "ws", embedder=model, context_vectors=0.6) as memory:
         memory.record_turn("s1", user="I adopted a dog last week", assistant="What is its name?")
         memory.record_turn("s1", user="Rex, a golden retriever", assistant="Lovely name.")
@@ -73,7 +52,7 @@ def test_a_turn_is_stored_mixed_with_its_window(tmp_path):
 
 
 def test_the_last_turn_is_embedded_again_when_the_next_one_arrives(tmp_path):
-    model = Recording()
+    model = RecordingEmbedder()
     with Memory.open(tmp_path / "ws", embedder=model, context_vectors=0.6) as memory:
         memory.record_turn("s1", user="We moved the launch", assistant="To when?")
         last = _stored(memory)["To when?"]
@@ -88,7 +67,7 @@ def test_the_last_turn_is_embedded_again_when_the_next_one_arrives(tmp_path):
 
 
 def test_windows_stay_inside_a_session_and_cut_long_neighbours(tmp_path):
-    model = Recording()
+    model = RecordingEmbedder()
     long_result = "x" * 5000
     with Memory.open(tmp_path / "ws", embedder=model, context_vectors=0.6) as memory:
         memory.record_turn("alpha", user="alpha one", assistant=long_result)
@@ -102,7 +81,7 @@ def test_windows_stay_inside_a_session_and_cut_long_neighbours(tmp_path):
 
 
 def test_weight_zero_stores_each_turn_alone(tmp_path):
-    model = Recording()
+    model = RecordingEmbedder()
     with Memory.open(tmp_path / "ws", embedder=model, context_vectors=0) as memory:
         memory.record_turn("s1", user="first said", assistant="second said")
         stored = _stored(memory)
@@ -113,10 +92,10 @@ def test_weight_zero_stores_each_turn_alone(tmp_path):
 
 def test_changing_the_weight_embeds_the_index_again(tmp_path):
     ws = tmp_path / "ws"
-    with Memory.open(ws, embedder=Recording(), context_vectors=0) as memory:
+    with Memory.open(ws, embedder=RecordingEmbedder(), context_vectors=0) as memory:
         memory.record_turn("s1", user="one", assistant="two")
         plain = _stored(memory)
-    model = Recording()
+    model = RecordingEmbedder()
     with Memory.open(ws, embedder=model, context_vectors=0.5) as memory:
         mixed = _stored(memory)
     assert "one\ntwo" in model.seen
@@ -134,10 +113,10 @@ def test_the_weight_measured_for_each_embedder(tmp_path):
     assert windows.weight_for(None, "minilm") == 0.6  # LoCoMo leave-one-out
     assert windows.weight_for(None, " MiniLM ") == 0.6  # as load_embedder reads the name
     assert windows.weight_for(None, "static") == 0.0  # lost recall at 0.6
-    assert windows.weight_for(None, Recording()) == 0.0  # not measured: none
+    assert windows.weight_for(None, RecordingEmbedder()) == 0.0  # not measured: none
     assert windows.weight_for(0.3, "static") == 0.3
     assert windows.weight_for(0, "minilm") == 0.0
-    model = Recording()
+    model = RecordingEmbedder()
     with Memory.open(tmp_path / "ws", embedder=model) as memory:  # no setting: none
         memory.record_turn("s1", user="one", assistant="two")
         memory.search("one")
@@ -145,7 +124,7 @@ def test_the_weight_measured_for_each_embedder(tmp_path):
 
 
 def test_the_status_names_the_weight(tmp_path):
-    with Memory.open(tmp_path / "a", embedder=Recording(), context_vectors=0.6) as memory:
+    with Memory.open(tmp_path / "a", embedder=RecordingEmbedder(), context_vectors=0.6) as memory:
         assert memory.index_status()["context_vectors"] == 0.6
     with Memory.open(tmp_path / "b", embedder="none", context_vectors=0.6) as memory:
         assert memory.index_status()["context_vectors"] == 0.0  # no vectors at all

@@ -4,12 +4,10 @@ the turn before a new one is embedded again, read through ``search(why=...)``.""
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Sequence
-
 import numpy as np
 import pytest
 
+from fakes import RecordingEmbedder
 from memstrata.index.hybrid import Weights
 from memstrata.index.why import Why
 from places import Place
@@ -19,27 +17,12 @@ OPEN = Weights(floor_lexical=0.0, floor_vector=0.0, floor_lexical_alone=0.0)
 SAID = ["We moved the launch", "To when?", "To the 14th of March", "Noted."]
 
 
-class Recording:
-    """A deterministic test embedder that remembers every text it was given."""
-
-    name = "recording-384"
-    dim = DIM
-
-    def __init__(self) -> None:
-        self.seen: list[str] = []
-
-    def vector(self, text: str) -> np.ndarray:
-        seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
-        row = np.random.default_rng(seed).standard_normal(DIM).astype(np.float32)
-        row += 1.0  # a shared direction: every cosine positive, so every turn is listed
-        return row / np.linalg.norm(row)
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        self.seen.extend(texts)
-        return np.stack([self.vector(t) for t in texts]) if texts else np.zeros((0, DIM))
+def _model() -> RecordingEmbedder:
+    # every cosine positive: each turn is in the vector list
+    return RecordingEmbedder(dim=DIM, shift=1.0, name="recording-384")
 
 
-def _scores(memory, model: Recording, query: str) -> dict[str, float]:  # type: ignore[no-untyped-def]
+def _scores(memory, model: RecordingEmbedder, query: str) -> dict[str, float]:  # type: ignore[no-untyped-def]
     why = Why()
     hits = memory.search(query, k=10, layers=["transcripts"], weights=OPEN, why=why)
     return {
@@ -49,12 +32,12 @@ def _scores(memory, model: Recording, query: str) -> dict[str, float]:  # type: 
     }
 
 
-def _expected(model: Recording, query: np.ndarray, own: str, window: str) -> float:
+def _expected(model: RecordingEmbedder, query: np.ndarray, own: str, window: str) -> float:
     return float(0.4 * model.vector(own) @ query + 0.6 * model.vector(window) @ query)
 
 
 def test_a_turn_scores_with_its_window_and_is_embedded_again(place: Place) -> None:
-    model = Recording()
+    model = _model()
     memory = place.open(embedder=model, context_vectors=0.6)
     memory.record_turn("s1", user=SAID[0], assistant=SAID[1])
     first = _scores(memory, model, "launch plans")
@@ -67,5 +50,5 @@ def test_a_turn_scores_with_its_window_and_is_embedded_again(place: Place) -> No
     for n, text in enumerate(SAID):
         assert abs(scores[text] - _expected(model, query, text, windows[n])) < 1e-5, text
     # another Memory on the same workspace reads the same vectors
-    again = _scores(place.open(embedder=Recording(), context_vectors=0.6), model, "launch plans")
+    again = _scores(place.open(embedder=_model(), context_vectors=0.6), model, "launch plans")
     assert again == pytest.approx(scores, abs=1e-6)

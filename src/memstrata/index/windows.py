@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULTS",
     "NEIGHBOUR_CHARS",
+    "joined",
     "mix",
     "model_name",
     "stale_before",
@@ -102,12 +103,21 @@ def window_text(index: Index, cid: int) -> str | None:
     before, after = _around(index, cid, chunk)
     if before is None and after is None:
         return None
-    parts = []
-    if before is not None:
-        parts.append(index.chunks[before].body[-NEIGHBOUR_CHARS:])
-    parts.append(chunk.body)
+    chunks = index.chunks
+    return joined(
+        None if before is None else chunks[before].body,
+        chunk.body,
+        None if after is None else chunks[after].body,
+    )
+
+
+def joined(before: str | None, turn: str, after: str | None) -> str:
+    """A window's text: the message before (its last ``NEIGHBOUR_CHARS``),
+    the turn, the message after (its first ones), one a line."""
+    parts = [] if before is None else [before[-NEIGHBOUR_CHARS:]]
+    parts.append(turn)
     if after is not None:
-        parts.append(index.chunks[after].body[:NEIGHBOUR_CHARS])
+        parts.append(after[:NEIGHBOUR_CHARS])
     return "\n".join(parts)
 
 

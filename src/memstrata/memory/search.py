@@ -239,11 +239,7 @@ class Searcher:
                 "vectors": status.vectors,
                 "embedder": state.embedder_name,
                 # a transcript turn's vector: its own and its window's, by this weight
-                "context_vectors": windows.weight_for(
-                    self.engine.settings.context_vectors, self.engine.settings.embedder
-                )
-                if state.embedder is not None
-                else 0.0,
+                "context_vectors": self._window_weight() if state.embedder is not None else 0.0,
                 "stale_files": stale,
             }
 
@@ -488,8 +484,7 @@ class Searcher:
         index = state.index
         if embedder is None:
             return len(index.vectors)
-        settings = self.engine.settings
-        weight = windows.weight_for(settings.context_vectors, settings.embedder)
+        weight = self._window_weight()
         name = windows.model_name(embedder.name, weight)
         if index.vector_model not in (None, name):
             index.set_vectors(name, {})  # another model's vectors: drop them
@@ -521,6 +516,11 @@ class Searcher:
             if progress is not None:
                 progress("vectors", done, len(todo))
         return len(index.vectors)
+
+    def _window_weight(self) -> float:
+        """The weight of a transcript turn's window in its vector (``index.windows``)."""
+        settings = self.engine.settings
+        return windows.weight_for(settings.context_vectors, settings.embedder)
 
     def _query_embedder(self, state: _SearchState) -> Callable[[str], np.ndarray] | None:
         embedder = self._embedder(state)
