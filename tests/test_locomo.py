@@ -464,3 +464,30 @@ def test_the_floor_is_chosen_on_the_other_conversations() -> None:
     assert held_c["recall@10"] == 0.0 and held_c["false_hits"] == 0.0  # tuned elsewhere
     assert report["folds"][0]["recall@10"] == 1.0
     assert report["cross_validated"]["recall@10"] == round(2 / 3, 4)
+
+
+def test_bench_locomo_sets_the_window_weight(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from memstrata.benchmarks.retrievers import memstrata_retriever
+    from memstrata.cli import cli
+
+    data = _write(tmp_path, [_sample()])
+    (conv,) = load(data)
+    search = memstrata_retriever(conv, embedder="static", context_vectors=0.6)
+    search("violin", 3)  # the first search embeds the turns
+    assert search.memory.index_status()["context_vectors"] == 0.6  # type: ignore[attr-defined]
+    default = memstrata_retriever(conv, embedder="static")
+    default("violin", 3)
+    assert default.memory.index_status()["context_vectors"] == 0.0  # type: ignore[attr-defined]
+
+    runner = CliRunner()
+    for extra, weight in (([], 0.0), (["--context-vectors", "0.45"], 0.45)):
+        out = tmp_path / f"report{weight}.json"
+        args = ["bench", "locomo", "--data", str(data), "--embedder", "static", "--json", str(out)]
+        result = runner.invoke(cli, [*args, *extra], catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        report = json.loads(out.read_text(encoding="utf-8"))
+        assert report["embedder"] == "static" and report["context_vectors"] == weight
+    bad = runner.invoke(cli, ["bench", "locomo", "--data", str(data), "--context-vectors", "2"])
+    assert bad.exit_code == 2 and "--context-vectors" in bad.output

@@ -52,14 +52,19 @@ class Observed:
     unrelated: tuple[Relevance, ...]
 
 
-def collect(conversations: Iterable[Conversation], embedder: str) -> list[Observed]:
-    """Search every question and unrelated query of each conversation once."""
+def collect(
+    conversations: Iterable[Conversation], embedder: str, context_vectors: float | None = None
+) -> list[Observed]:
+    """Search every question and unrelated query of each conversation once
+    (``context_vectors``: the window's weight, None for the embedder's default)."""
     from .retrievers import memstrata_retriever
 
     off = Weights(floor_lexical=0.0, floor_vector=0.0, floor_lexical_alone=0.0)
     out = []
     for conversation in conversations:
-        search = memstrata_retriever(conversation, embedder=embedder, weights=off)
+        search = memstrata_retriever(
+            conversation, embedder=embedder, weights=off, context_vectors=context_vectors
+        )
         asked = []
         for question in conversation.questions:
             if not question.evidence:

@@ -20,11 +20,18 @@ __all__ = ["memstrata_retriever", "record_conversation"]
 
 
 def memstrata_retriever(
-    conversation: Conversation, *, embedder: str = "minilm", weights: Weights | None = None
+    conversation: Conversation,
+    *,
+    embedder: str = "minilm",
+    weights: Weights | None = None,
+    context_vectors: float | None = None,
 ) -> Retriever:
-    """Index one conversation in a temporary workspace; its search function."""
+    """Index one conversation in a temporary workspace; its search function
+    (``context_vectors``: the window's weight, None for the embedder's default)."""
     folder = Path(tempfile.mkdtemp(prefix="memstrata-locomo-"))
-    memory = Memory.open(folder / "ws", embedder=embedder, session_max_turns=0)
+    memory = Memory.open(
+        folder / "ws", embedder=embedder, session_max_turns=0, context_vectors=context_vectors
+    )
     weakref.finalize(memory, shutil.rmtree, folder, True)
     dia_of = record_conversation(memory, conversation)
 
