@@ -74,7 +74,7 @@ FOLDERS = {
     "template3": CORPUS / "generated3",
 }
 # held-out test folders: never in FOLDERS, never trained on
-TEST_ONLY = ("unseen", "unseen2", "unseen3")
+TEST_ONLY = ("unseen", "unseen2", "unseen3", "unseen4")
 MIN_COUNT = 2
 STEPS = 300
 RATE = 0.05

@@ -333,6 +333,7 @@ GROWN = [
     ("recheck2", "recheck2"),
     ("unseen", "unseen"),
     ("unseen3", "unseen3"),
+    ("unseen4", "unseen4"),
     ("native", "native"),
     ("native2", "native2"),
     ("native3", "native3"),
@@ -373,7 +374,7 @@ def test_training_is_deterministic() -> None:
     assert np.array_equal(first.bias, second.bias)
 
 
-@pytest.mark.parametrize("held_out", ["unseen", "unseen2", "unseen3"])
+@pytest.mark.parametrize("held_out", ["unseen", "unseen2", "unseen3", "unseen4"])
 def test_the_held_out_folder_is_never_trained_on(
     monkeypatch: pytest.MonkeyPatch, held_out: str
 ) -> None:
