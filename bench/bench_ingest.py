@@ -12,6 +12,9 @@ acknowledged.
   indexing and embedding every new chunk): ``ack_turns_per_s`` (recording
   alone), ``vectors_s`` (the reindex) and ``turns_per_s`` (turns over both:
   every turn searchable with its vectors);
+* ``synced`` (``--synced``): the same, but the index synced (``reindex``)
+  after every turn, as an agent that searches each turn does: with contextual
+  vectors a turn also re-embeds the window of the turn before it;
 * ``batched``: the same turns through ``record_turns`` (group commit) in
   batches of ``--batch`` (one fsync per file a batch touches instead of three
   per turn; acknowledged when the call returned), then ``reindex``: the same
@@ -134,6 +137,26 @@ def one_at_a_time(folder: Path, texts: list[str], reply: str, spec: str) -> dict
         began = time.perf_counter()
         report = memory.reindex()
         indexed = time.perf_counter() - began
+    return {**figures(len(texts), recorded, indexed, counted), "vectors": report.vectors}
+
+
+def synced(folder: Path, texts: list[str], reply: str, spec: str) -> dict[str, Any]:
+    """``one_at_a_time``'s turns with the index synced after each, as an agent
+    that searches every turn: each new turn's vectors, and the turns whose
+    window it changed, embedded before the next turn is recorded."""
+    kind = type(load_embedder(spec))
+    recorded = indexed = 0.0
+    with (
+        Memory.open(folder, session_max_turns=0, embedder=spec, **EXTRA) as memory,
+        Counted(kind) as counted,
+    ):
+        for number, text in enumerate(texts):
+            began = time.perf_counter()
+            memory.record_turn(f"bench-{number // 500}", user=text, assistant=reply)
+            synced_at = time.perf_counter()
+            report = memory.reindex()
+            recorded += synced_at - began
+            indexed += time.perf_counter() - synced_at
     return {**figures(len(texts), recorded, indexed, counted), "vectors": report.vectors}
 
 
@@ -267,6 +290,11 @@ def main() -> None:
         default=None,
         help="the context_vectors setting (0: each turn embedded alone; default: the shipped one)",
     )
+    parser.add_argument(
+        "--synced",
+        action="store_true",
+        help="also time the turns one at a time with the index synced after each",
+    )
     args = parser.parse_args()
     if args.data != DATA and not args.data.is_file():
         parser.error(f"--data {args.data}: no such file")
@@ -290,6 +318,8 @@ def main() -> None:
         report["one_at_a_time"] = one_at_a_time(
             Path(tmp) / "each", texts, args.reply, args.embedder
         )
+        if args.synced:
+            report["synced"] = synced(Path(tmp) / "synced", texts, args.reply, args.embedder)
         report["batched"] = batched(
             Path(tmp) / "batched", texts, args.reply, args.embedder, args.batch
         )
