@@ -47,23 +47,46 @@ def test_a_turn_is_stored_mixed_with_its_window(tmp_path):
     np.testing.assert_allclose(
         stored[first], _mixed(model, first, f"{first}\n{second}", 0.6), atol=1e-6
     )
+    # the newest has no next yet: its own vector, its window not embedded
+    np.testing.assert_allclose(stored[fourth], model.vector(fourth), atol=1e-6)
+    assert f"{third}\n{fourth}" not in model.seen
     for vector in stored.values():  # a mix of unit vectors: never longer than 1
         assert float(np.linalg.norm(vector)) <= 1.0 + 1e-6
 
 
-def test_the_last_turn_is_embedded_again_when_the_next_one_arrives(tmp_path):
+def test_the_last_turn_waits_for_the_next_one_then_is_embedded_again(tmp_path):
     model = RecordingEmbedder()
     with Memory.open(tmp_path / "ws", embedder=model, context_vectors=0.6) as memory:
         memory.record_turn("s1", user="We moved the launch", assistant="To when?")
         last = _stored(memory)["To when?"]
-        np.testing.assert_allclose(
-            last, _mixed(model, "To when?", "We moved the launch\nTo when?", 0.6), atol=1e-6
-        )
+        np.testing.assert_allclose(last, model.vector("To when?"), atol=1e-6)
         memory.record_turn("s1", user="To the 14th of March", assistant="Noted.")
         again = _stored(memory)["To when?"]
     window = "We moved the launch\nTo when?\nTo the 14th of March"
     np.testing.assert_allclose(again, _mixed(model, "To when?", window, 0.6), atol=1e-6)
-    assert not np.allclose(again, last)
+    # one window a message: none was embedded without its next message
+    said = ("launch", "To when?", "March", "Noted.")
+    made = [t for t in model.seen if "\n" in t and "**" not in t and any(w in t for w in said)]
+    assert made == [
+        "We moved the launch\nTo when?",
+        window,
+        "To when?\nTo the 14th of March\nNoted.",
+    ]
+
+
+def test_a_synced_turn_and_a_batch_store_the_same_vectors(tmp_path):
+    said = [("s1", "a dog", "its name?"), ("s1", "Rex", "nice"), ("s2", "new topic", "ok")]
+    with Memory.open(tmp_path / "each", embedder=RecordingEmbedder(), context_vectors=0.6) as m:
+        for session, user, assistant in said:
+            m.record_turn(session, user=user, assistant=assistant)
+            one_by_one = _stored(m)
+    with Memory.open(tmp_path / "all", embedder=RecordingEmbedder(), context_vectors=0.6) as m:
+        for session, user, assistant in said:
+            m.record_turn(session, user=user, assistant=assistant)
+        at_once = _stored(m)
+    assert one_by_one.keys() == at_once.keys()
+    for body, vector in at_once.items():
+        np.testing.assert_allclose(one_by_one[body], vector, atol=1e-6)
 
 
 def test_windows_stay_inside_a_session_and_cut_long_neighbours(tmp_path):
