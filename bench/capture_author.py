@@ -1,7 +1,8 @@
-"""Capture on one author's folder of the corpus, per language: ``scan`` as it
-ships (the rules and the learned scorer) and the rules alone, precision and
-recall over the five durable categories, scored per (message, category) as
-the corpus README defines it.
+"""Capture on one author's folder of the corpus, per language and per
+category: ``scan`` as it ships (the rules and the learned scorer) and the
+rules alone, precision and recall over the five durable categories, scored
+per (message, category) as the corpus README defines it. Only counts are
+printed, never a message (a held-out set stays unread).
 
 For a folder nobody tuned on (``unseen/``, written blind): the figure issue
 17's bar is read against. The tree scanned is the one ``memstrata`` is
@@ -30,9 +31,11 @@ CORPUS = Path(__file__).resolve().parents[1] / "tests" / "data" / "capture"
 LANGUAGES = ("en", "uz", "ru", "zh")
 
 
-def score(messages: list[dict[str, Any]], learned: bool) -> dict[str, Any]:
-    """Precision and recall over ``messages``, all and per language."""
+def score(messages: list[dict[str, Any]], learned: bool) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Precision and recall over ``messages``: all and per language, and per
+    durable category (all languages; counts only, no message is shown)."""
     counts = {lang: [0, 0, 0] for lang in (*LANGUAGES, "all")}
+    by_category = {category: [0, 0, 0] for category in DURABLE}
     for message in messages:
         got = {entry.category for entry in scan(message["text"], learned=learned)}
         got &= set(DURABLE)
@@ -41,16 +44,25 @@ def score(messages: list[dict[str, Any]], learned: bool) -> dict[str, Any]:
             counts[key][0] += len(got & wanted)
             counts[key][1] += len(got - wanted)
             counts[key][2] += len(wanted - got)
-    out = {}
-    for key, (tp, fp, fn) in counts.items():
-        out[key] = {
+        for category in DURABLE:
+            row = by_category[category]
+            row[0] += category in got and category in wanted
+            row[1] += category in got and category not in wanted
+            row[2] += category in wanted and category not in got
+    return _figures(counts), _figures(by_category)
+
+
+def _figures(counts: dict[str, list[int]]) -> dict[str, Any]:
+    return {
+        key: {
             "precision": round(tp / (tp + fp), 3) if tp + fp else 1.0,
             "recall": round(tp / (tp + fn), 3) if tp + fn else 1.0,
             "tp": tp,
             "fp": fp,
             "fn": fn,
         }
-    return out
+        for key, (tp, fp, fn) in counts.items()
+    }
 
 
 def main() -> None:
@@ -67,13 +79,17 @@ def main() -> None:
         for line in (folder / f"{lang}.jsonl").read_text(encoding="utf-8").splitlines()
         if line.strip()
     ]
+    scanned, scanned_by_category = score(messages, learned=True)
+    rules, rules_by_category = score(messages, learned=False)
     emit(
         {
             "machine": machine(),
             "folder": args.folder,
             "messages": len(messages),
-            "scan": score(messages, learned=True),
-            "rules_alone": score(messages, learned=False),
+            "scan": scanned,
+            "rules_alone": rules,
+            "scan_by_category": scanned_by_category,
+            "rules_alone_by_category": rules_by_category,
         },
         args.json,
     )
