@@ -12,6 +12,9 @@ Nothing in ``src`` is changed; three seams are wrapped for the run:
   by its own cosine mixed with the cosine of its window (the turn before and
   the turn, or before, turn and after, embedded as one text), with a grid of
   mixes; weight 0 is the turn's cosine alone.
+* ``hybrid._nearest`` again for ``vprf`` / ``vprf5``: the query's vector
+  moved towards the mean of its first 3 / 5 hits' stored vectors, then the
+  vector list asked again (pseudo-relevance feedback on the vectors);
 * ``MiniLMEmbedder.embed``: a disk cache keyed by text (``--cache``), so a
   variant embeds only what it has not seen; and a *query variant* strips the
   question's scaffolding or the speakers' names from the text the embedder
@@ -232,6 +235,14 @@ def patched_nearest(index, vectors, query, wide, accept):  # type: ignore[no-unt
     windows = STATE["windows"]
     w = STATE["weight"]
     vec = STATE["vec"]
+    if vec.startswith("vprf") and w:  # the query moved towards its first hits' vectors
+        first = _ORIGINAL_NEAREST(index, vectors, query, wide, accept)
+        top = int(vec[4:] or 3)
+        near = [np.frombuffer(index.vectors[cid], dtype=np.float32) for cid, _ in first[:top]]
+        if near:
+            moved = np.asarray(query, dtype=np.float32) + w * np.mean(near, axis=0)
+            query = moved / np.linalg.norm(moved)
+        return _ORIGINAL_NEAREST(index, vectors, query, wide, accept)
     if windows is None or not w or not vec.startswith("ctx"):
         return _ORIGINAL_NEAREST(index, vectors, query, wide, accept)
     q = np.asarray(query, dtype=np.float32)
@@ -279,6 +290,8 @@ GRIDS = {
     "ctxmax_prev": (0.0, 0.85, 0.9, 0.95, 1.0),
     "ctxmax_both": (0.0, 0.85, 0.9, 0.95, 1.0),
     "qstrip": (0.0, 1.0, 2.0, 3.0),
+    "vprf": (0.0, 0.25, 0.5, 1.0),  # the first 3 hits' vectors added to the query's
+    "vprf5": (0.0, 0.25, 0.5, 1.0),
     "agg_diversity": (0.0, 0.1, 0.2, 0.35, 0.5),
     "agg_session": (0.0, 0.25, 0.5, 0.75, 1.0),
     "neighbours_down": (0.0, 0.1, 0.2, 0.3),
