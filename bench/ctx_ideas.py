@@ -87,8 +87,31 @@ def _key(text: str) -> str:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
+QMAP: dict[str, Any] = {}
+
+
+def mapped_query(text: str) -> np.ndarray:
+    """The query's vector from a static token table mapped into MiniLM's space
+    (``--qmap``: rows ``table`` (SIF-weighted), ``mu`` and ``W``)."""
+    if "tokenizer" not in QMAP:
+        from tokenizers import Tokenizer
+
+        from memstrata.embed.static import vendored_tokenizer_bytes
+
+        QMAP["tokenizer"] = Tokenizer.from_str(vendored_tokenizer_bytes().decode("utf-8"))
+    ids = QMAP["tokenizer"].encode(text, add_special_tokens=False).ids
+    table = QMAP["table"]
+    ids = [i for i in ids if i < len(table)]
+    v = table[ids].sum(axis=0) if ids else np.zeros(table.shape[1], dtype=np.float32)
+    v = v / (np.linalg.norm(v) or 1.0)
+    out = (v - QMAP["mu"]) @ QMAP["W"]
+    return (out / np.linalg.norm(out)).astype(np.float32)[None, :]
+
+
 def cached_embed(self: MiniLMEmbedder, texts: Sequence[str]) -> np.ndarray:
     items = list(texts)
+    if STATE["vec"] == "qmap" and STATE["weight"] and STATE.get("asking") and len(items) == 1:
+        return mapped_query(items[0])
     mode = int(STATE["weight"]) if STATE["vec"] == "qstrip" else STATE["qfixed"]
     if mode and items == [STATE["query"]]:
         items = [strip_query(items[0], mode, STATE["speakers"])]
@@ -290,6 +313,7 @@ GRIDS = {
     "ctxmax_prev": (0.0, 0.85, 0.9, 0.95, 1.0),
     "ctxmax_both": (0.0, 0.85, 0.9, 0.95, 1.0),
     "qstrip": (0.0, 1.0, 2.0, 3.0),
+    "qmap": (0.0, 1.0),  # the query embedded by a mapped static table (--qmap)
     "vprf": (0.0, 0.25, 0.5, 1.0),  # the first 3 hits' vectors added to the query's
     "vprf5": (0.0, 0.25, 0.5, 1.0),
     "agg_diversity": (0.0, 0.1, 0.2, 0.35, 0.5),
@@ -339,7 +363,11 @@ def weights_for(question: str) -> Weights:
 def ask(memory: Memory, dia_of: dict[str, str], question: str, k: int) -> list[str]:
     STATE["query"] = question
     weights = weights_for(question)
-    hits = memory.search(question, k=k, layers=("transcripts",), weights=weights)
+    STATE["asking"] = True
+    try:
+        hits = memory.search(question, k=k, layers=("transcripts",), weights=weights)
+    finally:
+        STATE["asking"] = False
     turns = [(hit.ref or "").partition("#")[0] for hit in hits]
     return list(dict.fromkeys(dia_of[t] for t in turns if t in dia_of))
 
@@ -456,9 +484,13 @@ def main() -> None:
     parser.add_argument("--qstrip", type=int, default=0, help="a query mode for every variant")
     parser.add_argument("--turn-text", action="store_true", help="vectors without 'Speaker: '")
     parser.add_argument("--dump", type=Path, help="the baseline's missed questions (JSON)")
+    parser.add_argument("--qmap", type=Path, help="an .npz query map (table, mu, W)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     CACHE_FILE = args.cache
+    if args.qmap is not None:
+        with np.load(args.qmap) as loaded:
+            QMAP.update({key: loaded[key] for key in ("table", "mu", "W")})
     STATE["qfixed"] = args.qstrip
     STATE["turn_text"] = args.turn_text
     if CACHE_FILE.exists():
