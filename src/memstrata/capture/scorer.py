@@ -102,12 +102,15 @@ _END = re.Match.end
 Row = tuple[float, ...]
 
 
-def tokens(text: str) -> list[str]:
-    """The tokens of ``text``, lower-cased, between ``^`` and ``$``."""
-    lowered = text.lower()
+def tokens(text: str, lowered: str | None = None) -> list[str]:
+    """The tokens of ``text``, lower-cased, between ``^`` and ``$``
+    (``lowered``: ``text.lower()``, when the caller has it)."""
+    if lowered is None:
+        lowered = text.lower()
     if lowered.isascii():  # no CJK, and ``\w``, ``\d`` are their ASCII parts
         return ["^", *_ASCII.findall(lowered), "$"]
-    return ["^", *(_TOKEN if _CJK.search(text) else _WORDS).findall(lowered), "$"]
+    # lower() maps no character into or out of the CJK ranges
+    return ["^", *(_TOKEN if _CJK.search(lowered) else _WORDS).findall(lowered), "$"]
 
 
 def features(text: str) -> list[str]:
@@ -145,6 +148,7 @@ class Model:
         "fields",
         "offset",
         "bases",
+        "gates",
     )
 
     def __init__(
@@ -190,6 +194,8 @@ class Model:
         # the rules' verdicts (one bool per RULE_CATEGORIES) -> the bias plus
         # their rows, where float64 holds that sum exactly (``_Bases``)
         self.bases = _Bases(self)
+        # the same verdicts -> the packed test of whether a logit reaches the cut
+        self.gates = _Gates(self)
 
     def row(self, at: int) -> Row:
         """The weights of the feature name at row ``at``."""
@@ -211,30 +217,64 @@ class Model:
         """The summed weights of ``token``'s own features, cached while room lasts."""
         return self.seen[token]
 
-    def logits(self, text: str, hits: Collection[str]) -> Row:
-        """One logit per ``DURABLE`` category for ``text`` whose rules found ``hits``:
-        the rows are looked up by C-level maps (``seen`` fills itself), and
-        ``math.fsum``, correctly rounded, makes their order irrelevant.
+    def logits(self, text: str, hits: Collection[str], lowered: str | None = None) -> Row:
+        """One logit per ``DURABLE`` category for ``text`` whose rules found ``hits``
+        (``lowered``: ``text.lower()``, when the caller has it): the rows are
+        looked up by C-level maps (``seen`` fills itself), and ``math.fsum``,
+        correctly rounded, makes their order irrelevant.
 
         While the weights are ``exact`` (float16's are), the tokens' vectors and
         the pair rows are packed ints (``_Packed``) that one ``sum`` adds
         without rounding, and the bias and the rule rows are added to that
         with one rounding: the same floats as the ``fsum`` of every row."""
-        toks = tokens(text)
-        if self.exact and len(toks) <= _EXACT_TOKENS:
-            known = filter(self.pairs.__contains__, zip(toks, toks[1:], strict=False))
-            packed = sum(map(self.packed.__getitem__, toks))
-            packed += sum(map(self.packed_pairs.__getitem__, known))
-            if self.exact:  # no vector or row packed on the way broke the bounds
-                fields = (packed + self.offset).to_bytes(8 * self.width, "little")
-                sums = tuple(map(_unscale, self.fields.unpack(fields)))
-                if not hits:
-                    return tuple(map(float.__add__, self.bias, sums))
-                base = self.bases[tuple(map(hits.__contains__, RULE_CATEGORIES))]
-                if base is not None:  # the fsum of base and sums: one rounding
-                    return tuple(map(float.__add__, base, sums))
-                found = [self.rules[at] for at, cat in enumerate(RULE_CATEGORIES) if cat in hits]
-                return _column_sums([self.bias, sums, *found])
+        toks = tokens(text, lowered)
+        packed = self._packed(toks)
+        if packed is not None:
+            return self._unpacked(packed, hits)
+        return self._summed(toks, hits)
+
+    def wanted(self, text: str, hits: Collection[str], lowered: str | None = None) -> list[int]:
+        """The positions in ``DURABLE`` of the categories not in ``hits`` whose
+        logit for ``text`` reaches the cut: those of ``logits`` (tested). On
+        the packed path, the verdicts' ``_Gate`` tells first, from the packed
+        sums themselves, whether any does (most texts: none)."""
+        toks = tokens(text, lowered)
+        packed = self._packed(toks)
+        if packed is None:
+            logits = self._summed(toks, hits)
+        else:
+            verdicts = tuple(map(hits.__contains__, RULE_CATEGORIES))
+            gate = self.gates[verdicts]
+            if gate is not None and not (packed + gate[0]) & gate[1]:
+                return []
+            logits = self._unpacked(packed, hits)
+        cut = self.cut
+        return [at for at, cat in enumerate(DURABLE) if cat not in hits and logits[at] >= cut]
+
+    def _packed(self, toks: list[str]) -> int | None:
+        """The packed sum of the tokens' vectors and the pair rows, or None
+        where the packed sums are off (not ``exact``, or too many tokens)."""
+        if not self.exact or len(toks) > _EXACT_TOKENS:
+            return None
+        known = filter(self.pairs.__contains__, zip(toks, toks[1:], strict=False))
+        packed: int = sum(map(self.packed.__getitem__, toks))
+        packed += sum(map(self.packed_pairs.__getitem__, known))
+        return packed if self.exact else None  # no vector or row packed broke the bounds
+
+    def _unpacked(self, packed: int, hits: Collection[str]) -> Row:
+        """The logits from a packed sum (``_packed``) and the rules' verdicts."""
+        fields = (packed + self.offset).to_bytes(8 * self.width, "little")
+        sums = tuple(map(_unscale, self.fields.unpack(fields)))
+        if not hits:
+            return tuple(map(float.__add__, self.bias, sums))
+        base = self.bases[tuple(map(hits.__contains__, RULE_CATEGORIES))]
+        if base is not None:  # the fsum of base and sums: one rounding
+            return tuple(map(float.__add__, base, sums))
+        found = [self.rules[at] for at, cat in enumerate(RULE_CATEGORIES) if cat in hits]
+        return _column_sums([self.bias, sums, *found])
+
+    def _summed(self, toks: list[str], hits: Collection[str]) -> Row:
+        """The logits as the ``fsum`` of every row (the reference path)."""
         rows: list[Row] = [self.bias, *map(self.seen.__getitem__, toks)]
         pairs = zip(toks, toks[1:], strict=False)
         rows += filter(None, map(self.pairs.get, pairs))  # a row is never ()
@@ -297,6 +337,55 @@ class _Bases(dict[tuple[bool, ...], Row | None]):
         with model.lock:
             self[verdicts] = found = base if exact else None
         return found
+
+
+class _Gates(dict[tuple[bool, ...], tuple[int, int] | None]):
+    """The rules' verdicts -> (offset, mask): ``(packed + offset) & mask`` is
+    non-zero exactly when some category the verdicts lack has a logit at or
+    above the cut, for a packed sum (``Model._packed``) of fields ``f`` below
+    2**53 in magnitude. A column's logit is ``base + f / 2**24`` rounded once,
+    which does not decrease as ``f`` grows: the least ``f`` that reaches the
+    cut, ``t`` (found by bisection on those very floats), is where the
+    column's field of ``packed + offset`` (``f - t + 2**63``, in
+    [0, 2**64)) gets its top bit, which ``mask`` keeps. None where the base
+    is not exact (the ``fsum`` path decides). Worked out on a miss."""
+
+    __slots__ = ("model",)
+
+    def __init__(self, model: Model) -> None:
+        super().__init__()
+        self.model = model
+
+    def __missing__(self, verdicts: tuple[bool, ...]) -> tuple[int, int] | None:
+        model = self.model
+        base = model.bases[verdicts]
+        gate = None
+        if base is not None:
+            offset = mask = 0
+            for column, category in enumerate(DURABLE):
+                least = _least(base[column], model.cut)
+                offset += (_HALF - least) << (64 * column)
+                if not verdicts[RULE_CATEGORIES.index(category)]:
+                    mask |= 1 << (64 * column + 63)
+            gate = (offset, mask)
+        with model.lock:
+            self[verdicts] = gate
+        return gate
+
+
+def _least(base: float, cut: float) -> int:
+    """The least ``f`` in [-2**53, 2**53] with ``base + f / 2**24 >= cut``
+    (one rounding), or 2**53 where none below it does."""
+    low, high = -(1 << 53), 1 << 53  # the answer is in [low, high]
+    if base + low / _SCALE >= cut:
+        return low
+    while high - low > 1:  # base + low / S < cut, and high is the least known to reach it
+        middle = (low + high) // 2
+        if base + middle / _SCALE >= cut:
+            high = middle
+        else:
+            low = middle
+    return high
 
 
 class _Vectors(dict[str, Row]):
@@ -425,19 +514,18 @@ def sentences(text: str) -> list[tuple[int, int]]:
 
 
 def additions(
-    text: str, hits: Collection[str], model: Model | None = None
+    text: str,
+    hits: Collection[str],
+    model: Model | None = None,
+    lowered: str | None = None,
 ) -> list[tuple[str, tuple[int, int]]]:
     """The durable categories the model finds in ``text`` beyond ``hits``
-    (the rules' categories), each with the sentence that scores it highest."""
+    (the rules' categories), each with the sentence that scores it highest
+    (``lowered``: ``text.lower()``, when the caller has it)."""
     model = model or load_model()
-    if model is None or not text.strip():
+    if model is None or not text or text.isspace():  # as ``not text.strip()``
         return []
-    logits = model.logits(text, hits)
-    wanted = [
-        position
-        for position, category in enumerate(DURABLE)
-        if category not in hits and logits[position] >= model.cut
-    ]
+    wanted = model.wanted(text, hits, lowered)
     if not wanted:
         return []
     spans = sentences(text)
