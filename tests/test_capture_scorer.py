@@ -467,3 +467,31 @@ def test_the_gates_want_what_the_logits_reach(text: str, hits: set[str]) -> None
     assert model is not None
     assert model.wanted(text, hits) == from_logits(model, text, hits)
     assert scorer.tokens(text, text.lower()) == scorer.tokens(text)
+
+
+def test_a_tokens_upper_fields_bound_its_pairs() -> None:
+    """A token's packed int: its vector's fields, then as many of its vector
+    plus its best pair row (``_best_pair``); summed over a text's tokens, the
+    upper fields are at least the vectors and the pair rows together."""
+    model = scorer.load_model()
+    assert model is not None
+    width = model.width
+    whole = struct.Struct(f"<{2 * width}Q")
+    for text in ["note for later: call the bank", "I prefer tea, not coffee", "we'll use Go"]:
+        toks = scorer.tokens(text)
+        tokens_only = sum(map(model.packed.__getitem__, toks))
+        pairs = [
+            model.pairs[pair] for pair in zip(toks, toks[1:], strict=False) if pair in model.pairs
+        ]
+        fields = [
+            value - scorer._HALF
+            for value in whole.unpack((tokens_only + model.offset).to_bytes(16 * width, "little"))
+        ]
+        for column in range(width):
+            exact = fields[column] + sum(int(row[column] * 2**24) for row in pairs)
+            assert fields[width + column] >= exact
+        for token in toks:
+            best = model._best_pair(token)
+            for (first, _), row in model.pairs.items():
+                if first == token:
+                    assert all(b >= max(0.0, r) for b, r in zip(best, row, strict=True))

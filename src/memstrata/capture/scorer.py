@@ -142,6 +142,7 @@ class Model:
         "seen",
         "lock",
         "pairs",
+        "firsts",
         "packed",
         "packed_pairs",
         "exact",
@@ -180,17 +181,22 @@ class Model:
         # (a, b) -> the row of the pair ``"a b"``: tokens hold no space, so a
         # pair's name is one with a single space between two non-empty parts
         self.pairs: dict[tuple[str, str], Row] = {}
+        self.firsts: dict[str, list[Row]] = {}  # a -> the rows of the pairs ``"a b"``
         for name, at in self.index.items():
             first, space, second = name.partition(" ")
             if space and first and second and " " not in second:
-                self.pairs[first, second] = self.row(at)
+                row = self.pairs[first, second] = self.row(at)
+                self.firsts.setdefault(first, []).append(row)
         # token / pair -> its vector or row as one packed int (``_Packed``);
-        # ``exact`` while every one packed is a multiple of 2**-24 below 2**16
-        self.packed = _Packed(self, self._vector_of)
+        # ``exact`` while every one packed is a multiple of 2**-24 below 2**16.
+        # A token's int holds, past its vector's fields, as many fields of its
+        # vector plus its best pair row (``_best_pair``): their sum bounds the
+        # logits from above before any pair is looked up (``wanted``)
+        self.packed = _Packed(self, self._vector_of, self._best_pair)
         self.packed_pairs = _Packed(self, self.pairs.__getitem__)
         self.exact = True
         self.fields = struct.Struct(f"<{self.width}Q")
-        self.offset = sum(_HALF << (64 * column) for column in range(self.width))
+        self.offset = sum(_HALF << (64 * column) for column in range(2 * self.width))
         # the rules' verdicts (one bool per RULE_CATEGORIES) -> the bias plus
         # their rows, where float64 holds that sum exactly (``_Bases``)
         self.bases = _Bases(self)
@@ -212,6 +218,11 @@ class Model:
     def _vector_of(self, token: str) -> Row:
         """The summed weights of ``token``'s own features, worked out."""
         return _column_sums([self.zero, *map(self.row, self._rows(token))])
+
+    def _best_pair(self, token: str) -> Row:
+        """Per column, the most any pair ``token`` starts can add (0.0 at least)."""
+        rows = self.firsts.get(token)
+        return tuple(map(max, self.zero, *rows)) if rows else self.zero
 
     def _vector(self, token: str) -> Row:
         """The summed weights of ``token``'s own features, cached while room lasts."""
@@ -239,15 +250,21 @@ class Model:
         the packed path, the verdicts' ``_Gate`` tells first, from the packed
         sums themselves, whether any does (most texts: none)."""
         toks = tokens(text, lowered)
-        packed = self._packed(toks)
-        if packed is None:
-            logits = self._summed(toks, hits)
-        else:
-            verdicts = tuple(map(hits.__contains__, RULE_CATEGORIES))
-            gate = self.gates[verdicts]
-            if gate is not None and not (packed + gate[0]) & gate[1]:
-                return []
-            logits = self._unpacked(packed, hits)
+        logits = None
+        if self.exact and len(toks) <= _EXACT_TOKENS:
+            bound: int = sum(map(self.packed.__getitem__, toks))
+            gate = self.gates[tuple(map(hits.__contains__, RULE_CATEGORIES))]
+            if gate is not None and self.exact:
+                if not (bound + gate[2]) & gate[3]:  # not even the bound reaches the cut
+                    return []
+                known = filter(self.pairs.__contains__, zip(toks, toks[1:], strict=False))
+                packed = bound + sum(map(self.packed_pairs.__getitem__, known))
+                if self.exact:
+                    if not (packed + gate[0]) & gate[1]:
+                        return []
+                    logits = self._unpacked(packed, hits)
+        if logits is None:
+            logits = self.logits(text, hits, lowered)
         cut = self.cut
         return [at for at, cat in enumerate(DURABLE) if cat not in hits and logits[at] >= cut]
 
@@ -263,8 +280,8 @@ class Model:
 
     def _unpacked(self, packed: int, hits: Collection[str]) -> Row:
         """The logits from a packed sum (``_packed``) and the rules' verdicts."""
-        fields = (packed + self.offset).to_bytes(8 * self.width, "little")
-        sums = tuple(map(_unscale, self.fields.unpack(fields)))
+        fields = (packed + self.offset).to_bytes(16 * self.width, "little")
+        sums = tuple(map(_unscale, self.fields.unpack_from(fields)))
         if not hits:
             return tuple(map(float.__add__, self.bias, sums))
         base = self.bases[tuple(map(hits.__contains__, RULE_CATEGORIES))]
@@ -295,18 +312,25 @@ class _Packed(dict[Any, int]):
     multiple of 2**-24 below 2**16 (every float16 is) turns the model's
     ``exact`` off: its logits are then ``fsum``'d row by row."""
 
-    __slots__ = ("model", "source")
+    __slots__ = ("model", "source", "bound")
 
-    def __init__(self, model: Model, source: Callable[[Any], Row]) -> None:
+    def __init__(
+        self, model: Model, source: Callable[[Any], Row], bound: Callable[[Any], Row] | None = None
+    ) -> None:
         super().__init__()
-        self.model, self.source = model, source
+        self.model, self.source, self.bound = model, source, bound
 
     def __missing__(self, key: Any) -> int:
         vector = self.source(key)
-        if not all(abs(value) < 65536.0 and (value * _SCALE).is_integer() for value in vector):
+        extra = self.bound(key) if self.bound is not None else ()
+        if not all(
+            abs(value) < 65536.0 and (value * _SCALE).is_integer() for value in (*vector, *extra)
+        ):
             self.model.exact = False
             return 0
-        packed = sum(int(value * _SCALE) << (64 * column) for column, value in enumerate(vector))
+        scaled = [int(value * _SCALE) for value in vector]
+        scaled += [a + int(b * _SCALE) for a, b in zip(scaled, extra, strict=False)]
+        packed = sum(value << (64 * column) for column, value in enumerate(scaled))
         with self.model.lock:
             if len(self) < _CACHED:
                 self[key] = packed
@@ -339,16 +363,20 @@ class _Bases(dict[tuple[bool, ...], Row | None]):
         return found
 
 
-class _Gates(dict[tuple[bool, ...], tuple[int, int] | None]):
-    """The rules' verdicts -> (offset, mask): ``(packed + offset) & mask`` is
-    non-zero exactly when some category the verdicts lack has a logit at or
-    above the cut, for a packed sum (``Model._packed``) of fields ``f`` below
-    2**53 in magnitude. A column's logit is ``base + f / 2**24`` rounded once,
-    which does not decrease as ``f`` grows: the least ``f`` that reaches the
-    cut, ``t`` (found by bisection on those very floats), is where the
-    column's field of ``packed + offset`` (``f - t + 2**63``, in
-    [0, 2**64)) gets its top bit, which ``mask`` keeps. None where the base
-    is not exact (the ``fsum`` path decides). Worked out on a miss."""
+class _Gates(dict[tuple[bool, ...], tuple[int, int, int, int] | None]):
+    """The rules' verdicts -> (offset, mask, bound offset, bound mask):
+    ``(packed + offset) & mask`` is non-zero exactly when some category the
+    verdicts lack has a logit at or above the cut, for a packed sum
+    (``Model._packed``) of fields ``f`` below 2**53 in magnitude. A column's
+    logit is ``base + f / 2**24`` rounded once, which does not decrease as
+    ``f`` grows: the least ``f`` that reaches the cut, ``t`` (found by
+    bisection on those very floats), is where the column's field of
+    ``packed + offset`` (``f - t + 2**63``, in [0, 2**64)) gets its top bit,
+    which ``mask`` keeps. The bound offset and mask test the same on the
+    upper fields (the tokens' vectors plus their best pair rows, at least
+    the sum the pairs make): zero there means no logit can reach the cut.
+    None where the base is not exact (the ``fsum`` path decides). Worked out
+    on a miss."""
 
     __slots__ = ("model",)
 
@@ -356,18 +384,20 @@ class _Gates(dict[tuple[bool, ...], tuple[int, int] | None]):
         super().__init__()
         self.model = model
 
-    def __missing__(self, verdicts: tuple[bool, ...]) -> tuple[int, int] | None:
+    def __missing__(self, verdicts: tuple[bool, ...]) -> tuple[int, int, int, int] | None:
         model = self.model
         base = model.bases[verdicts]
         gate = None
         if base is not None:
-            offset = mask = 0
+            offset = bound = mask = 0
+            upper = 64 * model.width  # where the bound's fields start
             for column, category in enumerate(DURABLE):
                 least = _least(base[column], model.cut)
-                offset += (_HALF - least) << (64 * column)
+                offset += (_HALF - least) << (64 * column) | _HALF << (upper + 64 * column)
+                bound += _HALF << (64 * column) | (_HALF - least) << (upper + 64 * column)
                 if not verdicts[RULE_CATEGORIES.index(category)]:
                     mask |= 1 << (64 * column + 63)
-            gate = (offset, mask)
+            gate = (offset, mask, bound, mask << upper)
         with model.lock:
             self[verdicts] = gate
         return gate
