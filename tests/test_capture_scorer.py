@@ -495,3 +495,30 @@ def test_a_tokens_upper_fields_bound_its_pairs() -> None:
             for (first, _), row in model.pairs.items():
                 if first == token:
                     assert all(b >= max(0.0, r) for b, r in zip(best, row, strict=True))
+
+
+def test_weights_off_the_float16_grid_want_what_their_logits_reach() -> None:
+    names = ["^", "bank", "call", "call bank", "^ call", "bank $", "$"]
+    for scale in (0.1, 0.9, 3.0):
+        weights = [[scale * r + 1e-9 * c for c in range(5)] for r in range(len(names))]
+        rules = [[0.3 + 0.01 * r] * 5 for r in range(6)]
+        model = scorer.Model(names, weights, rules, [0.25, -0.5, 1.0, 0.0, -1.0])
+        for text in ("call bank", "bank", "call", ""):
+            for hits in (set(), {"remember"}, {"decision", "correction"}):
+                assert model.wanted(text, hits) == from_logits(model, text, hits)
+        assert not model.exact
+
+
+def test_pair_rows_off_the_grid_keep_the_bound_exact() -> None:
+    """Token vectors on the float16 grid, pair rows off it: the bound (token
+    vectors plus best pair rows) may answer before a pair is packed."""
+    names = ["^", "bank", "call", "call bank", "^ call", "bank $", "$"]
+    for shift in (-3.0, -1.0, 0.0, 1.0):
+        weights = [[shift / 8 + 0.125 * c for c in range(5)] for _ in range(3)]
+        weights += [[0.3 + 1e-9 * c + shift / 10 for c in range(5)] for _ in range(3)]
+        weights += [[0.0] * 5]
+        rules = [[0.25] * 5 for _ in range(6)]
+        model = scorer.Model(names, weights, rules, [-1.0, -0.5, 0.0, 0.5, -2.0])
+        for text in ("call bank", "bank", "call", "call call bank", ""):
+            for hits in (set(), {"remember"}, {"decision", "correction"}):
+                assert model.wanted(text, hits) == from_logits(model, text, hits), (shift, text)
