@@ -124,7 +124,9 @@ def predict(message: dict[str, Any], model: Model | None) -> set[str]:
         got = message["hits"]
     else:
         original = scan_module.additions
-        scan_module.additions = lambda text, hits: additions(text, hits, model)
+        scan_module.additions = lambda text, hits, lowered=None: additions(
+            text, hits, model, lowered
+        )
         try:
             got = {e.category for e in scan_module.scan(message["text"], learned=True)}
         finally:

@@ -296,13 +296,15 @@ class DenseModel:
 
 def _additions(
     model: Model, offset: np.ndarray | None, floor: float, seen: dict[str, float]
-) -> Callable[[str, Collection[str]], list[tuple[str, tuple[int, int]]]]:
+) -> Callable[..., list[tuple[str, tuple[int, int]]]]:
     """``scorer.additions`` for ``model`` whose logits gain ``offset`` (the
     dense inputs' part, one value per category; the sentence is still the one
     the word part scores highest), at the logit cut ``floor``; the logit of
     each category it proposes goes into ``seen``."""
 
-    def additions(text: str, hits: Collection[str]) -> list[tuple[str, tuple[int, int]]]:
+    def additions(
+        text: str, hits: Collection[str], lowered: str | None = None
+    ) -> list[tuple[str, tuple[int, int]]]:
         if not text.strip():
             return []
         logits = list(model.logits(text, hits))

@@ -83,7 +83,9 @@ def test_the_scorer_adds_nothing_to_hard_negatives(text: str) -> None:
 
 
 def test_a_vetoed_sentence_never_gets_a_learned_capture(monkeypatch: pytest.MonkeyPatch) -> None:
-    def everything(text: str, hits: object) -> list[tuple[str, tuple[int, int]]]:
+    def everything(
+        text: str, hits: object, lowered: object = None
+    ) -> list[tuple[str, tuple[int, int]]]:
         return [("remember", (0, len(text)))]
 
     monkeypatch.setattr(scan_module, "additions", everything)
@@ -395,3 +397,129 @@ def test_the_held_out_folder_is_never_trained_on(
 @given(st.text(alphabet="abz09 ?!:,;-_.'\n", max_size=80))
 def test_the_ascii_token_pattern_splits_as_its_plain_form(text: str) -> None:
     assert scorer._ASCII.findall(text) == re.findall(r"[a-z]+|[0-9]+|[?!:,;-]", text)
+
+
+def from_logits(model: scorer.Model, text: str, hits: set[str]) -> list[int]:
+    """``Model.wanted`` as the logits and the cut tell it."""
+    logits = model.logits(text, hits)
+    return [
+        at for at, cat in enumerate(scorer.DURABLE) if cat not in hits and logits[at] >= model.cut
+    ]
+
+
+def test_the_gates_want_what_the_logits_reach_on_the_corpus() -> None:
+    """``Model.wanted`` (the packed sums tested against each verdict set's
+    ``_Gates`` entry, unpacked only past it) against the logits and the cut,
+    on every corpus text with four sets of verdicts, and on the sentences of
+    the texts for which something is wanted."""
+    model = scorer.load_model()
+    assert model is not None
+    hit_sets = [set(), {"preference"}, {"decision", "specific_value"}, {"remember", "correction"}]
+    texts = [
+        json.loads(line)["text"]
+        for path in sorted(CORPUS.rglob("*.jsonl"))
+        for line in path.read_text(encoding="utf-8").splitlines()
+    ]
+    texts += ["", "?", "a " * 5000, "x" * 9000, "İstanbul 12 ３ ok-ok:;", "我喜欢茶。不要咖啡"]
+    reached = 0
+    for text in texts:
+        for hits in hit_sets:
+            want = from_logits(model, text, hits)
+            assert model.wanted(text, hits) == want, (text, hits)
+            assert model.wanted(text, hits, text.lower()) == want, (text, hits)
+            reached += bool(want)
+    assert reached > 100  # both answers are exercised
+    assert all(gate is not None for gate in model.gates.values())
+
+
+def test_a_gate_flips_where_the_rounded_logit_reaches_the_cut() -> None:
+    """``_least``: the least scaled sum whose one-rounding logit reaches the cut."""
+    scale = float(1 << 24)
+    for base in (0.0, -1.4416, 0.619, 1e-30, -3.0, 2.0**-60, 5.0):
+        for cut in (0.6190392084062236, 0.0, -0.5, 1e-12):
+            least = scorer._least(base, cut)
+            assert base + least / scale >= cut
+            assert least == -(1 << 53) or base + (least - 1) / scale < cut
+    assert scorer._least(float("nan"), 0.0) == 1 << 53  # never reaches: nothing wanted
+
+
+def test_a_model_without_exact_bases_has_no_gates() -> None:
+    names = ["^", "bank", "$"]
+    weights = [[0.5, 0.25, -0.125, 1.0, 0.0]] * len(names)
+    rules = [[1.0, 2.0**-60, 0.5, 0.0, 3.0]] + [[0.25] * 5] * 5
+    model = scorer.Model(names, weights, rules, [2.0**-60, 1.0, 0.0, -1.0, 0.5])
+    for hits in ({"correction"}, {"proper_noun"}, set()):
+        assert model.wanted("bank", hits) == from_logits(model, "bank", hits)
+    assert model.gates[(True, False, False, False, False, False)] is None
+
+
+@settings(
+    max_examples=200,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(
+    st.text(alphabet=st.sampled_from("abcdeilmnoprstuwy '.,!?\n:Щя我1"), max_size=300)
+    | st.text(max_size=200),
+    st.sets(st.sampled_from(sorted(scorer.RULE_CATEGORIES))),
+)
+def test_the_gates_want_what_the_logits_reach(text: str, hits: set[str]) -> None:
+    model = scorer.load_model()
+    assert model is not None
+    assert model.wanted(text, hits) == from_logits(model, text, hits)
+    assert scorer.tokens(text, text.lower()) == scorer.tokens(text)
+
+
+def test_a_tokens_upper_fields_bound_its_pairs() -> None:
+    """A token's packed int: its vector's fields, then as many of its vector
+    plus its best pair row (``_best_pair``); summed over a text's tokens, the
+    upper fields are at least the vectors and the pair rows together."""
+    model = scorer.load_model()
+    assert model is not None
+    width = model.width
+    whole = struct.Struct(f"<{2 * width}Q")
+    for text in ["note for later: call the bank", "I prefer tea, not coffee", "we'll use Go"]:
+        toks = scorer.tokens(text)
+        tokens_only = sum(map(model.packed.__getitem__, toks))
+        pairs = [
+            model.pairs[pair] for pair in zip(toks, toks[1:], strict=False) if pair in model.pairs
+        ]
+        fields = [
+            value - scorer._HALF
+            for value in whole.unpack((tokens_only + model.offset).to_bytes(16 * width, "little"))
+        ]
+        for column in range(width):
+            exact = fields[column] + sum(int(row[column] * 2**24) for row in pairs)
+            assert fields[width + column] >= exact
+        for token in toks:
+            best = model._best_pair(token)
+            for (first, _), row in model.pairs.items():
+                if first == token:
+                    assert all(b >= max(0.0, r) for b, r in zip(best, row, strict=True))
+
+
+def test_weights_off_the_float16_grid_want_what_their_logits_reach() -> None:
+    names = ["^", "bank", "call", "call bank", "^ call", "bank $", "$"]
+    for scale in (0.1, 0.9, 3.0):
+        weights = [[scale * r + 1e-9 * c for c in range(5)] for r in range(len(names))]
+        rules = [[0.3 + 0.01 * r] * 5 for r in range(6)]
+        model = scorer.Model(names, weights, rules, [0.25, -0.5, 1.0, 0.0, -1.0])
+        for text in ("call bank", "bank", "call", ""):
+            for hits in (set(), {"remember"}, {"decision", "correction"}):
+                assert model.wanted(text, hits) == from_logits(model, text, hits)
+        assert not model.exact
+
+
+def test_pair_rows_off_the_grid_keep_the_bound_exact() -> None:
+    """Token vectors on the float16 grid, pair rows off it: the bound (token
+    vectors plus best pair rows) may answer before a pair is packed."""
+    names = ["^", "bank", "call", "call bank", "^ call", "bank $", "$"]
+    for shift in (-3.0, -1.0, 0.0, 1.0):
+        weights = [[shift / 8 + 0.125 * c for c in range(5)] for _ in range(3)]
+        weights += [[0.3 + 1e-9 * c + shift / 10 for c in range(5)] for _ in range(3)]
+        weights += [[0.0] * 5]
+        rules = [[0.25] * 5 for _ in range(6)]
+        model = scorer.Model(names, weights, rules, [-1.0, -0.5, 0.0, 0.5, -2.0])
+        for text in ("call bank", "bank", "call", "call call bank", ""):
+            for hits in (set(), {"remember"}, {"decision", "correction"}):
+                assert model.wanted(text, hits) == from_logits(model, text, hits), (shift, text)

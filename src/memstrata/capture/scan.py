@@ -476,7 +476,7 @@ def _learned(
     remembered per sentence as for the rules: the same answer as the packs'
     veto patterns searched over the sentence)."""
     text = message.text
-    for category, span in additions(text, found):
+    for category, span in additions(text, found, lowered=message.lowered):
         for index, code in enumerate(codes):
             vetoed = vetoes.setdefault(index, {})
             if span not in vetoed:
