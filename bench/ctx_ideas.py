@@ -108,10 +108,26 @@ def mapped_query(text: str) -> np.ndarray:
     return (out / np.linalg.norm(out)).astype(np.float32)[None, :]
 
 
+# (conversation id, ridge) -> the query adapter fitted on the other conversations
+ADAPT: dict[tuple[str, float], np.ndarray] = {}
+
+
 def cached_embed(self: MiniLMEmbedder, texts: Sequence[str]) -> np.ndarray:
     items = list(texts)
-    if STATE["vec"] == "qmap" and STATE["weight"] and STATE.get("asking") and len(items) == 1:
+    asking = STATE.get("asking") and len(items) == 1
+    if STATE["vec"] == "qmap" and STATE["weight"] and asking:
         return mapped_query(items[0])
+    if STATE["vec"] == "qadapt" and STATE["weight"] and asking:
+        plain = cached_embed_plain(self, items)
+        moved = plain @ ADAPT[(STATE["conv"], STATE["weight"])]
+        return (moved / np.linalg.norm(moved, axis=1, keepdims=True)).astype(np.float32)
+    vectors = cached_embed_plain(self, items)
+    if asking:
+        STATE["captured"] = vectors[0]
+    return vectors
+
+
+def cached_embed_plain(self: MiniLMEmbedder, items: list[str]) -> np.ndarray:
     mode = int(STATE["weight"]) if STATE["vec"] == "qstrip" else STATE["qfixed"]
     if mode and items == [STATE["query"]]:
         items = [strip_query(items[0], mode, STATE["speakers"])]
@@ -314,6 +330,7 @@ GRIDS = {
     "ctxmax_both": (0.0, 0.85, 0.9, 0.95, 1.0),
     "qstrip": (0.0, 1.0, 2.0, 3.0),
     "qmap": (0.0, 1.0),  # the query embedded by a mapped static table (--qmap)
+    "qadapt": (0.0, 10.0, 30.0, 100.0),  # the query's vector through a fitted map (the ridge)
     "vprf": (0.0, 0.25, 0.5, 1.0),  # the first 3 hits' vectors added to the query's
     "vprf5": (0.0, 0.25, 0.5, 1.0),
     "agg_diversity": (0.0, 0.1, 0.2, 0.35, 0.5),
@@ -379,6 +396,7 @@ def observe(
     out: dict[tuple[str, float], locomo_cv.Observed] = {}
     cost: dict[str, float] = {}
     STATE["speakers"] = conversation.speakers
+    STATE["conv"] = conversation.sample_id
     try:
         with Memory.open(folder / "ws", embedder="minilm", session_max_turns=0) as memory:
             start = time.perf_counter()
@@ -434,6 +452,51 @@ def observe(
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     return out, cost
+
+
+def fit_adapters(conversations: Sequence[locomo.Conversation], ridges: Sequence[float]) -> None:
+    """``ADAPT``: for each conversation and ridge, a linear map of the query's
+    vector fitted on the *other* conversations' questions towards the mean
+    stored vector of their evidence turns, shrunk to the identity:
+    ``W = (QᵀQ + rI)⁻¹ (QᵀT + rI)`` (the ``qadapt`` variant)."""
+    pairs: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for conversation in conversations:
+        folder = Path(tempfile.mkdtemp(prefix="memstrata-adapt-"))
+        STATE["speakers"] = conversation.speakers
+        try:
+            with Memory.open(folder / "ws", embedder="minilm", session_max_turns=0) as memory:
+                dia_of = record_conversation(memory, conversation)
+                memory.search("warm up", k=1)
+                index = memory._search._searcher().index  # noqa: SLF001 - bench only
+                rows: dict[str, list[np.ndarray]] = defaultdict(list)
+                for cid, vector in index.vectors.items():
+                    chunk = index.chunks[cid]
+                    turn = (chunk.ref or "").partition("#")[0]
+                    if chunk.layer == "transcripts" and turn in dia_of:
+                        rows[dia_of[turn]].append(np.frombuffer(vector, dtype=np.float32))
+                queries, targets = [], []
+                for question in conversation.questions:
+                    found = [r for e in question.evidence for r in rows.get(e, [])]
+                    if not found or question.category not in (1, 2, 3, 4):
+                        continue
+                    STATE["captured"] = None
+                    ask(memory, dia_of, question.text, 1)
+                    if STATE["captured"] is None:
+                        continue
+                    target = np.mean(found, axis=0)
+                    queries.append(STATE["captured"])
+                    targets.append(target / np.linalg.norm(target))
+                pairs[conversation.sample_id] = (np.asarray(queries), np.asarray(targets))
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+    eye = np.eye(next(iter(pairs.values()))[0].shape[1])
+    for held in pairs:
+        q = np.vstack([pairs[c][0] for c in pairs if c != held]).astype(np.float64)
+        t = np.vstack([pairs[c][1] for c in pairs if c != held]).astype(np.float64)
+        for ridge in ridges:
+            if ridge:
+                w = np.linalg.solve(q.T @ q + ridge * eye, q.T @ t + ridge * eye)
+                ADAPT[(held, ridge)] = w.astype(np.float32)
 
 
 def per_category(observed: Sequence[locomo_cv.Observed], at: int = 10) -> dict[str, float]:
@@ -496,6 +559,9 @@ def main() -> None:
     if CACHE_FILE.exists():
         CACHE.update(pickle.loads(CACHE_FILE.read_bytes()))
     conversations = locomo.load(args.data)
+    if "qadapt" in args.search:
+        fit_adapters(conversations, GRIDS["qadapt"])
+        save_cache()
     table: dict[tuple[str, str, float], list[locomo_cv.Observed]] = defaultdict(list)
     costs: dict[str, list[dict[str, float]]] = defaultdict(list)
     dump: list[dict] | None = [] if args.dump else None
