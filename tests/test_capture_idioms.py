@@ -427,3 +427,44 @@ def test_round_5_hard_negatives_capture_nothing(text: str) -> None:
 @pytest.mark.parametrize(("text", "category"), STILL_5)
 def test_round_5_forms_are_found(text: str, category: str) -> None:
     assert category in rules(text)
+
+
+# round 5b: a choice stated as done, without "decided" ("booked the 7:40",
+# "ok picked option B", "I'm taking the job", "we're dropping X", "в итоге
+# взяли …", "беру …", "ладно, пусть будет …", "最后还是选了…", "说好了，…",
+# "不讨论了"), and "没什么" / "什么都" are no questions; the hard negatives beside
+# them (picking up, going with someone, dropping by, a habit, not yet decided)
+STILL_5B = [
+    ("booked the 6:15 ferry, so that's sorted", "decision"),
+    ("ok picked the green one", "decision"),
+    ("I'm taking the flat on Cole Street", "decision"),
+    ("we're dropping the weekend shift from May", "decision"),
+    ("gonna stick with the old printer", "decision"),
+    ("в итоге взяли дачу поближе", "decision"),
+    ("беру тариф подороже, так надёжнее", "decision"),
+    ("ну ладно, пусть будет Svelte", "decision"),
+    ("最后还是选了三楼那套", "decision"),
+    ("说好了，周四搬家", "decision"),
+    ("就用飞书了，不讨论了", "decision"),
+    ("定了朝南那间，没什么好犹豫的", "decision"),
+]
+OTHERS_5B = [
+    "picked up the kids at five",
+    "went with my mum to the market",
+    "we're dropping by later with the cake",
+    "I haven't made up my mind yet",
+    "в самолёте обычно беру место у прохода",
+    "сосед в итоге взял кредит",
+    "他们最后选了别的方案",
+    "还没说好，周末再商量",
+]
+
+
+@pytest.mark.parametrize("text", OTHERS_5B)
+def test_round_5b_hard_negatives_capture_nothing(text: str) -> None:
+    assert rules(text) == set()
+
+
+@pytest.mark.parametrize(("text", "category"), STILL_5B)
+def test_round_5b_forms_are_found(text: str, category: str) -> None:
+    assert category in rules(text)
