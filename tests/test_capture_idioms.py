@@ -468,3 +468,37 @@ def test_round_5b_hard_negatives_capture_nothing(text: str) -> None:
 @pytest.mark.parametrize(("text", "category"), STILL_5B)
 def test_round_5b_forms_are_found(text: str, category: str) -> None:
     assert category in rules(text)
+
+
+# round 5c (Uzbek): a keep request with a polite suffix ("eslatib qo'ying",
+# "saqlab qo'ying"), "yodingizda tursin", "esdan chiqarmang", "keyinroq
+# uchun:", and a choice settled ("mayli, … bo'lsin", "oxiri … oldik", "…ga
+# to'xtaldik", "…ga surdik", "gap tamom"); beside them, someone else's choice,
+# "yozib qo'yaman" (the user's own act) and a question
+STILL_5C = [
+    ("seshanba kuni soliq to'lashimni eslatib qo'ying", "remember"),
+    ("saqlab qo'ying: garaj kaliti qo'shnida", "remember"),
+    ("yodingizda tursin, men sut ichmayman", "remember"),
+    ("keyinroq uchun: wifi paroli stol ostida yozilgan", "remember"),
+    ("mayli, Flutter bo'lsin", "decision"),
+    ("oxiri arzonroq kvartirani oldik", "decision"),
+    ("Toshkentdagi filialga to'xtaldik", "decision"),
+    ("ko'chishni bahorga surdik", "decision"),
+    ("Django'da yozamiz, gap tamom", "decision"),
+]
+OTHERS_5C = [
+    "akam oxiri yangi mashinani oldi",
+    "qo'shnilar to'yni kuzga surdi",
+    "hozir o'zim yozib qo'yaman",
+    "mayli, yaxshi dam oling",
+]
+
+
+@pytest.mark.parametrize("text", OTHERS_5C)
+def test_round_5c_hard_negatives_capture_nothing(text: str) -> None:
+    assert rules(text) == set()
+
+
+@pytest.mark.parametrize(("text", "category"), STILL_5C)
+def test_round_5c_forms_are_found(text: str, category: str) -> None:
+    assert category in rules(text)
