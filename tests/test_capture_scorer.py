@@ -340,6 +340,7 @@ GROWN = [
     ("native2", "native2"),
     ("native3", "native3"),
     ("native4", "native4"),
+    ("native5", "native5"),
     ("generated2", "template2"),
     ("generated3", "template3"),
 ]
