@@ -64,13 +64,16 @@ def _best_cosines(scores: np.ndarray, rng: np.random.Generator) -> dict[int, np.
 
 def _windows(conversation: locomo.Conversation) -> list[str]:
     """Each turn's window (the turn before it, itself, the one after, in its
-    session) as ``index.windows.window_text`` builds it; a turn alone: itself."""
+    session) as ``index.windows.window_text`` builds it; the last turn of a
+    session, which waits for a next one: itself."""
     out = []
     for session in conversation.sessions:
         said = [f"{t.speaker}: {t.text}" for t in session.turns]
         for n, text in enumerate(said):
             after = said[n + 1] if n + 1 < len(said) else None
-            out.append(windows.joined(said[n - 1] if n else None, text, after))
+            out.append(
+                text if after is None else windows.joined(said[n - 1] if n else None, text, after)
+            )
     return out
 
 

