@@ -160,17 +160,25 @@ def fsummed(model: scorer.Model) -> scorer.Model:
     return copy
 
 
-def test_the_packed_sums_give_the_fsum_of_every_row_bit_for_bit() -> None:
-    model = scorer.load_model()
-    assert model is not None
-    reference = fsummed(model)
-    hit_sets = [set(), {"preference"}, {"decision", "specific_value"}, {"remember", "correction"}]
+HIT_SETS = [set(), {"preference"}, {"decision", "specific_value"}, {"remember", "correction"}]
+
+
+def corpus_texts() -> list[str]:
+    """Every corpus text, and a few edge cases (empty, long, mixed scripts)."""
     texts = [
         json.loads(line)["text"]
         for path in sorted(CORPUS.rglob("*.jsonl"))
         for line in path.read_text(encoding="utf-8").splitlines()
     ]
-    texts += ["", "?", "a " * 5000, "x" * 9000, "İstanbul 12 ３ ok-ok:;", "我喜欢茶。不要咖啡"]
+    edges = ["", "?", "a " * 5000, "x" * 9000, "İstanbul 12 ３ ok-ok:;", "我喜欢茶。不要咖啡"]
+    return texts + edges
+
+
+def test_the_packed_sums_give_the_fsum_of_every_row_bit_for_bit() -> None:
+    model = scorer.load_model()
+    assert model is not None
+    reference = fsummed(model)
+    hit_sets, texts = HIT_SETS, corpus_texts()
     for text in texts:
         for hits in hit_sets:
             assert model.logits(text, hits) == reference.logits(text, hits), text
@@ -415,13 +423,7 @@ def test_the_gates_want_what_the_logits_reach_on_the_corpus() -> None:
     the texts for which something is wanted."""
     model = scorer.load_model()
     assert model is not None
-    hit_sets = [set(), {"preference"}, {"decision", "specific_value"}, {"remember", "correction"}]
-    texts = [
-        json.loads(line)["text"]
-        for path in sorted(CORPUS.rglob("*.jsonl"))
-        for line in path.read_text(encoding="utf-8").splitlines()
-    ]
-    texts += ["", "?", "a " * 5000, "x" * 9000, "İstanbul 12 ３ ok-ok:;", "我喜欢茶。不要咖啡"]
+    hit_sets, texts = HIT_SETS, corpus_texts()
     reached = 0
     for text in texts:
         for hits in hit_sets:
