@@ -6,6 +6,9 @@ Run::
     .venv/bin/python bench/bench_mcp.py --items 10000 --json bench/results/mcp.json
     .venv/bin/python bench/bench_mcp.py --items 10000 --embedders static \\
         --json bench/results/mcp_static.json
+
+``--server-src OLD/src`` runs the server from another checkout (an A/B:
+alternate runs with and without it).
 """
 
 from __future__ import annotations
@@ -29,11 +32,14 @@ from memstrata.benchmarks.search_bench import facts
 QUERIES = ["Who leads the billing team?", "Which port does search staging use?", "budget 2024"]
 
 
-async def _round_trips(ws: Path, calls: int) -> dict[str, Any]:
+async def _round_trips(ws: Path, calls: int, server_src: Path | None = None) -> dict[str, Any]:
+    env = {"MEMSTRATA_HOME": str(ws)}
+    if server_src is not None:  # the server from another checkout (its first search
+        env["PYTHONPATH"] = str(server_src)  # embeds the workspace again if its model differs)
     params = StdioServerParameters(
         command=sys.executable,
         args=["-c", "from memstrata.cli import main; main()", "mcp", "-w", str(ws)],
-        env={"MEMSTRATA_HOME": str(ws)},
+        env=env,
     )
     rng = random.Random(5)
     search, write = [], []
@@ -61,8 +67,15 @@ def main() -> None:
         default="minilm,none",
         help="comma-separated embedders, each measured on its own workspace (minilm, static, none)",
     )
+    parser.add_argument(
+        "--server-src",
+        type=Path,
+        help="run the server from this src folder (another checkout), for an A/B",
+    )
     args = parser.parse_args()
     report: dict[str, Any] = {"machine": machine(), "items": args.items, "transport": "stdio"}
+    if args.server_src is not None:
+        report["server_src"] = str(args.server_src)
     for embedder in [name.strip() for name in args.embedders.split(",") if name.strip()]:
         with tempfile.TemporaryDirectory() as tmp:
             ws = Path(tmp) / "ws"
@@ -72,7 +85,8 @@ def main() -> None:
                 memory.flush()
                 chunks = memory.reindex().chunks
             (ws / "memstrata.toml").write_text(f'[memory]\nembedder = "{embedder}"\n')
-            report[embedder] = {"chunks": chunks, **anyio.run(_round_trips, ws, args.calls)}
+            trips = anyio.run(_round_trips, ws, args.calls, args.server_src)
+            report[embedder] = {"chunks": chunks, **trips}
     emit(report, args.json)
 
 
