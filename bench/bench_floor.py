@@ -71,9 +71,8 @@ def _windows(conversation: locomo.Conversation) -> list[str]:
         said = [f"{t.speaker}: {t.text}" for t in session.turns]
         for n, text in enumerate(said):
             after = said[n + 1] if n + 1 < len(said) else None
-            out.append(
-                text if after is None else windows.joined(said[n - 1] if n else None, text, after)
-            )
+            window = windows.window_of(said[n - 1] if n else None, text, after)
+            out.append(text if window is None else window)
     return out
 
 

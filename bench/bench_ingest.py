@@ -124,26 +124,13 @@ def figures(turns: int, recorded: float, indexed: float, counted: Counted) -> di
     }
 
 
-def one_at_a_time(folder: Path, texts: list[str], reply: str, spec: str) -> dict[str, Any]:
-    kind = type(load_embedder(spec))
-    with (
-        Memory.open(folder, session_max_turns=0, embedder=spec, **EXTRA) as memory,
-        Counted(kind) as counted,
-    ):
-        began = time.perf_counter()
-        for number, text in enumerate(texts):
-            memory.record_turn(f"bench-{number // 500}", user=text, assistant=reply)
-        recorded = time.perf_counter() - began
-        began = time.perf_counter()
-        report = memory.reindex()
-        indexed = time.perf_counter() - began
-    return {**figures(len(texts), recorded, indexed, counted), "vectors": report.vectors}
-
-
-def synced(folder: Path, texts: list[str], reply: str, spec: str) -> dict[str, Any]:
-    """``one_at_a_time``'s turns with the index synced after each, as an agent
-    that searches every turn: each new turn's vectors, and the turns whose
-    window it changed, embedded before the next turn is recorded."""
+def one_at_a_time(
+    folder: Path, texts: list[str], reply: str, spec: str, synced: bool = False
+) -> dict[str, Any]:
+    """``record_turn`` per turn, then one ``reindex``; ``synced``: a ``reindex``
+    after every turn instead, as an agent that searches every turn (each new
+    turn's vectors, and the turns whose window it changed, embedded before the
+    next turn is recorded)."""
     kind = type(load_embedder(spec))
     recorded = indexed = 0.0
     with (
@@ -153,10 +140,14 @@ def synced(folder: Path, texts: list[str], reply: str, spec: str) -> dict[str, A
         for number, text in enumerate(texts):
             began = time.perf_counter()
             memory.record_turn(f"bench-{number // 500}", user=text, assistant=reply)
-            synced_at = time.perf_counter()
-            report = memory.reindex()
-            recorded += synced_at - began
-            indexed += time.perf_counter() - synced_at
+            recorded += time.perf_counter() - began
+            if synced:
+                began = time.perf_counter()
+                memory.reindex()
+                indexed += time.perf_counter() - began
+        began = time.perf_counter()
+        report = memory.reindex()  # synced: nothing left to do
+        indexed += time.perf_counter() - began
     return {**figures(len(texts), recorded, indexed, counted), "vectors": report.vectors}
 
 
@@ -323,7 +314,9 @@ def main() -> None:
             Path(tmp) / "each", texts, args.reply, args.embedder
         )
         if args.synced:
-            report["synced"] = synced(Path(tmp) / "synced", texts, args.reply, args.embedder)
+            report["synced"] = one_at_a_time(
+                Path(tmp) / "synced", texts, args.reply, args.embedder, synced=True
+            )
         report["batched"] = batched(
             Path(tmp) / "batched", texts, args.reply, args.embedder, args.batch
         )

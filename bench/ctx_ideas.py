@@ -51,6 +51,7 @@ from typing import Any
 
 import numpy as np
 
+import query_map  # the query encoder of the "qmap" variant
 from memstrata.benchmarks import locomo, locomo_cv
 from memstrata.benchmarks.locomo import DEFAULT_KS
 from memstrata.benchmarks.retrievers import record_conversation
@@ -87,25 +88,7 @@ def _key(text: str) -> str:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
-QMAP: dict[str, Any] = {}
-
-
-def mapped_query(text: str) -> np.ndarray:
-    """The query's vector from a static token table mapped into MiniLM's space
-    (``--qmap``: rows ``table`` (SIF-weighted), ``mu`` and ``W``)."""
-    if "tokenizer" not in QMAP:
-        from tokenizers import Tokenizer
-
-        from memstrata.embed.static import vendored_tokenizer_bytes
-
-        QMAP["tokenizer"] = Tokenizer.from_str(vendored_tokenizer_bytes().decode("utf-8"))
-    ids = QMAP["tokenizer"].encode(text, add_special_tokens=False).ids
-    table = QMAP["table"]
-    ids = [i for i in ids if i < len(table)]
-    v = table[ids].sum(axis=0) if ids else np.zeros(table.shape[1], dtype=np.float32)
-    v = v / (np.linalg.norm(v) or 1.0)
-    out = (v - QMAP["mu"]) @ QMAP["W"]
-    return (out / np.linalg.norm(out)).astype(np.float32)[None, :]
+MAPPED: list[Any] = []  # the query map of --qmap (query_map.Mapped), once loaded
 
 
 # (conversation id, ridge) -> the query adapter fitted on the other conversations
@@ -116,7 +99,7 @@ def cached_embed(self: MiniLMEmbedder, texts: Sequence[str]) -> np.ndarray:
     items = list(texts)
     asking = STATE.get("asking") and len(items) == 1
     if STATE["vec"] == "qmap" and STATE["weight"] and asking:
-        return mapped_query(items[0])
+        return MAPPED[0].embed(items).astype(np.float32)
     if STATE["vec"] == "qadapt" and STATE["weight"] and asking:
         plain = cached_embed_plain(self, items)
         moved = plain @ ADAPT[(STATE["conv"], STATE["weight"])]
@@ -553,7 +536,7 @@ def main() -> None:
     CACHE_FILE = args.cache
     if args.qmap is not None:
         with np.load(args.qmap) as loaded:
-            QMAP.update({key: loaded[key] for key in ("table", "mu", "W")})
+            MAPPED.append(query_map.Mapped(loaded["table"], loaded["mu"], loaded["W"]))
     STATE["qfixed"] = args.qstrip
     STATE["turn_text"] = args.turn_text
     if CACHE_FILE.exists():

@@ -242,7 +242,10 @@ class Model:
         the pair rows are packed ints (``_Packed``) that one ``sum`` adds
         without rounding, and the bias and the rule rows are added to that
         with one rounding: the same floats as the ``fsum`` of every row."""
-        toks = tokens(text, lowered)
+        return self._logits(tokens(text, lowered), hits)
+
+    def _logits(self, toks: list[str], hits: Collection[str]) -> Row:
+        """``logits`` of the tokens ``toks``: packed where exact, else summed."""
         packed = self._packed(toks)
         if packed is not None:
             return self._unpacked(packed, hits)
@@ -261,14 +264,13 @@ class Model:
             if gate is not None and self.exact:
                 if not (bound + gate[2]) & gate[3]:  # not even the bound reaches the cut
                     return []
-                known = filter(self.pairs.__contains__, zip(toks, toks[1:], strict=False))
-                packed = bound + sum(map(self.packed_pairs.__getitem__, known))
+                packed = bound + self._pair_sum(toks)
                 if self.exact:
                     if not (packed + gate[0]) & gate[1]:
                         return []
                     logits = self._unpacked(packed, hits)
         if logits is None:
-            logits = self.logits(text, hits, lowered)
+            logits = self._logits(toks, hits)
         cut = self.cut
         return [at for at, cat in enumerate(DURABLE) if cat not in hits and logits[at] >= cut]
 
@@ -277,10 +279,13 @@ class Model:
         where the packed sums are off (not ``exact``, or too many tokens)."""
         if not self.exact or len(toks) > _EXACT_TOKENS:
             return None
-        known = filter(self.pairs.__contains__, zip(toks, toks[1:], strict=False))
-        packed: int = sum(map(self.packed.__getitem__, toks))
-        packed += sum(map(self.packed_pairs.__getitem__, known))
+        packed: int = sum(map(self.packed.__getitem__, toks)) + self._pair_sum(toks)
         return packed if self.exact else None  # no vector or row packed broke the bounds
+
+    def _pair_sum(self, toks: list[str]) -> int:
+        """The packed sum of the rows of the known pairs of adjacent tokens."""
+        known = filter(self.pairs.__contains__, zip(toks, toks[1:], strict=False))
+        return sum(map(self.packed_pairs.__getitem__, known))
 
     def _unpacked(self, packed: int, hits: Collection[str]) -> Row:
         """The logits from a packed sum (``_packed``) and the rules' verdicts."""

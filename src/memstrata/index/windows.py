@@ -55,6 +55,7 @@ __all__ = [
     "model_name",
     "stale_before",
     "weight_for",
+    "window_of",
     "window_text",
 ]
 
@@ -107,14 +108,19 @@ def window_text(index: Index, cid: int) -> str | None:
     if chunk is None or chunk.layer != "transcripts":
         return None
     before, after = _around(index, cid, chunk)
-    if after is None:
-        return None
     chunks = index.chunks
-    return joined(
+    return window_of(
         None if before is None else chunks[before].body,
         chunk.body,
         None if after is None else chunks[after].body,
     )
+
+
+def window_of(before: str | None, turn: str, after: str | None) -> str | None:
+    """The window's text of a turn between ``before`` and ``after`` (None:
+    no such message), or None while the turn has no next message (it waits
+    for one: see the module)."""
+    return None if after is None else joined(before, turn, after)
 
 
 def joined(before: str | None, turn: str, after: str | None) -> str:
