@@ -104,6 +104,20 @@ def test_minilm_same_vector_alone_and_in_any_batch(minilm: Embedder, np: ModuleT
     assert np.allclose(reversed_batch[::-1], batch, atol=1e-5)
 
 
+def test_minilm_texts_run_side_by_side_give_the_same_vectors(np: ModuleType) -> None:
+    """Several texts run on two threads at once (one intra-op thread each):
+    every vector is the one a single thread computes, bit for bit, in order."""
+    for module in ("onnxruntime", "tokenizers"):
+        pytest.importorskip(module)
+    texts = [f"{MIXED[i % len(MIXED)]} {'and more ' * (i % 7)}note {i}" for i in range(60)]
+    two, one = MiniLMEmbedder(threads=2), MiniLMEmbedder(threads=1)
+    side_by_side = two.embed(texts)
+    assert two._pool is not None  # the texts did run on the pool
+    assert np.array_equal(side_by_side, one.embed(texts))
+    assert one._pool is None
+    assert np.array_equal(side_by_side, np.stack([two.embed([t])[0] for t in texts]))
+
+
 def test_minilm_duplicates_and_tuple_input(minilm: Embedder, np: ModuleType) -> None:
     vectors = minilm.embed((CAT, REVENUE, CAT))
     assert np.allclose(vectors[0], vectors[2], atol=1e-5)

@@ -55,9 +55,16 @@ text a run for the shipped model (its dynamic quantization scales each run's
 activations together, so a batch would make a text's vector depend on its
 neighbours'), 16 for a model given by path (16 rather than 64 or 256: the
 smaller batches' activations stay in cache, about 12 % less CPU per text on
-chat lines, ``bench/bench_ingest.py``);
-onnxruntime uses ``threads`` intra-op threads (``os.cpu_count()`` by default)
-with its basic graph optimisations (``_session_options``).
+chat lines, ``bench/bench_ingest.py``).
+
+With one text a run, each run has one intra-op thread and ``threads`` texts
+(``os.cpu_count()`` by default) run side by side on a small pool; a query
+is one run on the caller's thread. A short text's matrices are too small to
+split: two intra-op threads spent more waking each other than they shared
+(``bench/bench_embed.py``, interleaved with two intra-op threads at load ~2,
+2026-11-28: a query 2.7 / 3.0 ms p50 against 3.0 / 3.6, batches of 256
+387 / 330 texts/s against 317 / 296); the vectors are the same bit for bit. A model given by path runs batches on ``threads``
+intra-op threads. Basic graph optimisations (``_session_options``).
 """
 
 from __future__ import annotations
@@ -67,7 +74,9 @@ import importlib.resources
 import json
 import os
 import tempfile
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -388,15 +397,21 @@ class MiniLMEmbedder:
         self.max_length = max_length
         self.batch_size = batch_size
         self.threads = threads or os.cpu_count() or 1
+        # One text a run: its matrices are too small to split over threads
+        # (their wake-up costs more than they share), so each run has one and
+        # several texts run side by side (``_runs``); a batch splits its own.
+        intra = 1 if batch_size == 1 else self.threads
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_lock = threading.Lock()
         self.model_path = model if model is not None else default_model_path()
         self.tokenizer_path = tokenizer
         self._tokenizer, tokenizer_sha, self._pad_id = _load_tokenizer(tokenizer, max_length)
         if model is None:
-            self._session = _open_session(_verified_model(self.model_path), self.threads)
+            self._session = _open_session(_verified_model(self.model_path), intra)
             model_name = DEFAULT_MODEL_NAME
         else:
             model_sha = _sha256_of_file(model, "embedding model")
-            self._session = _open_session(model, self.threads)
+            self._session = _open_session(model, intra)
             model_name = f"onnx:{model.stem}:{model_sha[:12]}"
         self.name = _vector_name(model_name, tokenizer_sha if tokenizer else None, max_length)
         self._inputs = _model_inputs(self._session)
@@ -423,10 +438,27 @@ class MiniLMEmbedder:
             return out
         encodings = self._tokenizer.encode_batch(items, add_special_tokens=True)
         order = sorted(range(len(items)), key=lambda i: len(encodings[i].ids))
-        for start in range(0, len(order), self.batch_size):
-            chunk = order[start : start + self.batch_size]
-            out[chunk] = self._run([encodings[i] for i in chunk])
+        runs = [
+            order[start : start + self.batch_size]
+            for start in range(0, len(order), self.batch_size)
+        ]
+        for chunk, rows in zip(
+            runs, self._runs([[encodings[i] for i in c] for c in runs]), strict=True
+        ):
+            out[chunk] = rows
         return out
+
+    def _runs(self, batches: list[list[Encoding]]) -> Iterator[NDArray[np.float32]]:
+        """``_run`` of each batch, in order: side by side on ``threads`` threads
+        when each run has one intra-op thread and there are several (onnxruntime
+        runs a session from several threads at once; a text's vector is the
+        same whichever thread computes it)."""
+        if self.batch_size != 1 or self.threads == 1 or len(batches) < 2:
+            return map(self._run, batches)
+        with self._pool_lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="memstrata-embed")
+        return self._pool.map(self._run, batches)
 
     def _run(self, encodings: Sequence[Encoding]) -> NDArray[np.float32]:
         """Run one padded batch; pooled, L2-normalised float32 rows in the given order."""
