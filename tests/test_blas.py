@@ -35,13 +35,14 @@ class Index:  # what Vectors.top reads of the index, inside the limit
     lock = threading.Lock()
     vectors = {1: numpy.ones(4, dtype=numpy.float32).tobytes()}
     vector_log = [(1, 1)]
+    chunks = {}  # (a chunk's layer is read from here; none: no layer)
     def __init__(self):
         pass
 
 class Probe(Vectors):
-    def _top(self, query, limit):
+    def _top(self, query, limit, layers=None):
         seen.append(get())
-        return super()._top(query, limit)
+        return super()._top(query, limit, layers)
 
 found = Probe().top(Index(), numpy.ones(4, dtype=numpy.float32), 1)
 seen.append(get())

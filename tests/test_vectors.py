@@ -79,6 +79,64 @@ def test_the_projected_scan_keeps_the_exact_top_and_takes_in_new_rows(
     assert vectors.top(index, new, 5)[0][0] == cid
 
 
+def layered(tmp_path: Path, matrix: np.ndarray, every: int) -> tuple[Index, set[int]]:
+    """``matrix`` in ``semantic/a.md``, every ``every``-th row a daily note
+    instead; the ids of the daily notes."""
+    index = Index(tmp_path / "layered.sqlite")
+    daily = [n for n in range(len(matrix)) if n % every == 0]
+    rest = [n for n in range(len(matrix)) if n % every]
+    ids: dict[int, int] = {}
+    for path, layer, rows in (
+        ("semantic/a.md", "semantic", rest),
+        ("daily/2026-11-28.md", "daily_notes", daily),
+    ):
+        chunks = [
+            Chunk(path=path, layer=layer, line_start=n, line_end=n, text=f"c{n}") for n in rows
+        ]
+        made = index.replace(path, chunks, FileState(1, 1, path))
+        ids.update(zip(rows, made, strict=True))
+    index.set_vectors("test", {cid: matrix[n].tobytes() for n, cid in ids.items()})
+    return index, {ids[n] for n in daily}
+
+
+@pytest.mark.parametrize("projected", [False, True])
+def test_a_search_of_some_layers_ranks_only_their_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, projected: bool
+) -> None:
+    """The best rows of the layers asked for, all of them, though the other
+    layers' rows are closer (so a filtered search need not ask again)."""
+    if projected:
+        monkeypatch.setattr(search, "PROJECT_ABOVE", 1000)
+        monkeypatch.setattr(search, "_FIT_SAMPLE", 1000)
+    index, daily = layered(tmp_path, structured(3000, 6), every=7)
+    vectors = Vectors()
+    agree = []
+    for query in structured(20, 7):
+        found = vectors.top(index, query, 50, layers={"daily_notes"})
+        ids = [cid for cid, _ in found]
+        assert len(ids) == 50 and set(ids) <= daily
+        scores = [score for _, score in found]
+        assert scores == sorted(scores, reverse=True)
+        best = [cid for cid in exact(index, query, len(index.vectors)) if cid in daily][:50]
+        if projected:
+            agree.append(len(set(ids) & set(best)) / 50)
+        else:
+            assert ids == best
+    assert vectors.projected == projected
+    if projected:
+        assert np.mean(agree) >= 0.98
+    # every row of the layer when it has fewer than asked; none of a layer it lacks
+    assert (
+        set(cid for cid, _ in vectors.top(index, structured(1, 8)[0], 5000, {"daily_notes"}))
+        == daily
+    )
+    assert vectors.top(index, structured(1, 8)[0], 10, {"episodic"}) == []
+    # all the layers there are: the same as no filter
+    query = structured(1, 9)[0]
+    both = vectors.top(index, query, 30, {"daily_notes", "semantic"})
+    assert both == vectors.top(index, query, 30)
+
+
 def test_searches_from_several_threads_while_vectors_are_written(tmp_path: Path) -> None:
     """A shared matrix (the memory service's clients, the bench's) is caught up
     and ranked by one thread at a time: a search racing another one's growth

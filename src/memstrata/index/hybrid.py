@@ -29,7 +29,7 @@ from __future__ import annotations
 import heapq
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
@@ -338,7 +338,7 @@ def hybrid(
     if vector is not None and near is not None:
         nearest = [(cid, s) for cid, s in near if (c := get(cid)) is not None and accept(c)]
     elif vector is not None and vectors is not None:
-        nearest = _nearest(index, vectors, vector, wide, accept)
+        nearest = _nearest(index, vectors, vector, wide, accept, filters.layers)
     strength = relevance(lexical, stems, words, nearest, index, here=not words_in_sql)
     RELEVANCE.set(strength)
     floors = (weights.floor_lexical, weights.floor_vector) if vector is not None else None
@@ -473,14 +473,20 @@ def _ceiling(weights: Weights, named: bool, answer: bool, mentions: bool) -> flo
 
 
 def _nearest(
-    index: Index, vectors: Vectors, query: np.ndarray, wide: int, accept: Callable[[Chunk], bool]
+    index: Index,
+    vectors: Vectors,
+    query: np.ndarray,
+    wide: int,
+    accept: Callable[[Chunk], bool],
+    layers: Collection[str] | None = None,
 ) -> list[tuple[int, float]]:
-    """The ``wide`` chunks most like ``query`` that ``accept`` takes (asking the
-    matrix for more while the filters leave too few), a cosine <= 0 being no likeness."""
+    """The ``wide`` chunks most like ``query`` that ``accept`` takes (the matrix
+    ranks only ``layers``' rows, and is asked for more while the other filters
+    leave too few), a cosine <= 0 being no likeness."""
     chunks = index.chunks
     ask = wide + wide // 2
     while True:
-        found = vectors.top(index, query, ask)
+        found = vectors.top(index, query, ask, layers)
         get = chunks.get
         kept = [
             (cid, score)

@@ -5,12 +5,15 @@ not find that list itself (``hybrid.CandidateSource``).
 Invariants: the matrix follows the index's change log (a vector added is a
 row appended, one removed a row blanked; rebuilt when the index was cleared
 or a quarter of the rows are blank), so a search sees what the index holds
-once it has caught up; ids of blank rows are -1 and never returned.
+once it has caught up; ids of blank rows are -1 and never returned. Each row
+also knows its chunk's layer (a chunk's layer never changes), so a search
+restricted to some layers ranks only their rows.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 from . import blas
@@ -50,6 +53,8 @@ class Vectors:
         self._lock = threading.Lock()
         self._matrix: np.ndarray | None = None
         self._ids: np.ndarray | None = None  # row -> chunk id (-1: blank)
+        self._layers: np.ndarray | None = None  # row -> layer code (-1: blank)
+        self._codes: dict[str, int] = {}  # layer -> code
         self._rows: dict[int, int] = {}  # chunk id -> row
         self._used = 0
         self._blank = 0
@@ -68,10 +73,12 @@ class Vectors:
         count = len(index.vectors)
         self._matrix = np.zeros((max(count, 64), dim), dtype=np.float32)
         self._ids = np.full(max(count, 64), -1, dtype=np.int64)
+        self._layers = np.full(max(count, 64), -1, dtype=np.int16)
         self._rows = {}
         for row, (cid, vec) in enumerate(index.vectors.items()):
             self._matrix[row] = np.frombuffer(vec, dtype=np.float32)
             self._ids[row] = cid
+            self._layers[row] = self._code(index, cid)
             self._rows[cid] = row
         self._used, self._blank = count, 0
         self._seen = len(index.vector_log)
@@ -103,12 +110,13 @@ class Vectors:
         ):
             self._rebuild(index, dim)
             return
-        assert self._ids is not None
+        assert self._ids is not None and self._layers is not None
         for op, cid in changes:
             if op < 0:
                 row = self._rows.pop(cid, None)
                 if row is not None:
                     self._ids[row] = -1
+                    self._layers[row] = -1
                     self._matrix[row] = 0.0
                     if self._reduced is not None:
                         self._reduced[row] = 0.0
@@ -121,6 +129,7 @@ class Vectors:
                 if self._reduced is not None and self._basis is not None:
                     self._reduced[self._used] = vector @ self._basis
                 self._ids[self._used] = cid
+                self._layers[self._used] = self._code(index, cid)
                 self._rows[cid] = self._used
                 self._used += 1
         self._seen = len(log)
@@ -129,14 +138,22 @@ class Vectors:
         elif self._reduced is None or self._used >= 2 * self._fitted_at:
             self._project()
 
+    def _code(self, index: Index, cid: int) -> int:
+        """The code of chunk ``cid``'s layer (-1: no such chunk)."""
+        chunk = index.chunks.get(cid)
+        if chunk is None:
+            return -1
+        return self._codes.setdefault(chunk.layer, len(self._codes))
+
     def _grow(self, rows: int, dim: int) -> None:
         import numpy as np
 
-        assert self._matrix is not None and self._ids is not None
+        assert self._matrix is not None and self._ids is not None and self._layers is not None
         used = self._used
         self._matrix = np.resize(self._matrix, (rows, dim))
         self._matrix[used:] = 0.0
         self._ids = np.concatenate([self._ids, np.full(rows - used, -1)])
+        self._layers = np.concatenate([self._layers, np.full(rows - used, -1, dtype=np.int16)])
         if self._reduced is not None:
             self._reduced = np.resize(self._reduced, (rows, self._reduced.shape[1]))
             self._reduced[used:] = 0.0
@@ -146,35 +163,60 @@ class Vectors:
         with self._lock, index.lock:
             self._catch_up(index, dim)
 
-    def top(self, index: Index, query: np.ndarray, limit: int) -> list[tuple[int, float]]:
+    def top(
+        self,
+        index: Index,
+        query: np.ndarray,
+        limit: int,
+        layers: Collection[str] | None = None,
+    ) -> list[tuple[int, float]]:
         """The ``limit`` rows most like ``query`` as ``(chunk id, cosine)``, best
-        first. Safe from several threads: one at a time catches up (holding
-        the index's lock, as its writers do) and ranks."""
+        first, among the chunks of ``layers`` (None: all). Safe from several
+        threads: one at a time catches up (holding the index's lock, as its
+        writers do) and ranks."""
         with self._lock:
             with index.lock:
                 self._catch_up(index, query.shape[0])
             with blas.limited():  # (see index.blas)
-                return self._top(query, limit)
+                return self._top(query, limit, layers)
 
-    def _top(self, query: np.ndarray, limit: int) -> list[tuple[int, float]]:
+    def _top(
+        self, query: np.ndarray, limit: int, layers: Collection[str] | None = None
+    ) -> list[tuple[int, float]]:
         import numpy as np
 
-        assert self._matrix is not None and self._ids is not None
-        if not self._used:
+        assert self._matrix is not None and self._ids is not None and self._layers is not None
+        used = self._used
+        if not used:
             return []
-        limit = min(limit, self._used)
-        wide = min(limit * OVERSAMPLE, self._used)
-        if self._reduced is not None and self._basis is not None and wide < self._used:
-            rough = self._reduced[: self._used] @ (query @ self._basis)
+        outside: np.ndarray | None = None  # rows of other layers (and blank ones)
+        if layers is not None:
+            codes = [self._codes[layer] for layer in layers if layer in self._codes]
+            if len(codes) < len(self._codes):
+                outside = ~np.isin(self._layers[:used], codes)
+                inside = used - int(np.count_nonzero(outside))
+                if not inside:
+                    return []
+                limit = min(limit, inside)
+        limit = min(limit, used)
+        wide = min(limit * OVERSAMPLE, used)
+        if self._reduced is not None and self._basis is not None and wide < used:
+            rough = self._reduced[:used] @ (query @ self._basis)
+            if outside is not None:
+                rough[outside] = -np.inf
             rows = largest(rough, wide)
             scores = self._matrix[rows] @ query
+            if outside is not None:
+                scores[outside[rows]] = -np.inf
         else:
-            rows = np.arange(self._used)
-            scores = self._matrix[: self._used] @ query
+            rows = np.arange(used)
+            scores = self._matrix[:used] @ query
+            if outside is not None:
+                scores[outside] = -np.inf
         best = np.argpartition(-scores, limit - 1)[:limit]
         best = best[np.argsort(-scores[best])]
         found = zip(self._ids[rows[best]].tolist(), scores[best].tolist(), strict=True)
-        return [(cid, score) for cid, score in found if cid >= 0]
+        return [(cid, score) for cid, score in found if cid >= 0 and score > -np.inf]
 
 
 _SAMPLE = 4096
