@@ -63,8 +63,9 @@ is one run on the caller's thread. A short text's matrices are too small to
 split: two intra-op threads spent more waking each other than they shared
 (``bench/bench_embed.py``, interleaved with two intra-op threads at load ~2,
 2026-11-28: a query 2.7 / 3.0 ms p50 against 3.0 / 3.6, batches of 256
-387 / 330 texts/s against 317 / 296); the vectors are the same bit for bit. A model given by path runs batches on ``threads``
-intra-op threads. Basic graph optimisations (``_session_options``).
+387 / 330 texts/s against 317 / 296); the vectors are the same bit for bit.
+A model given by path runs batches on ``threads`` intra-op threads. Basic
+graph optimisations (``_session_options``).
 """
 
 from __future__ import annotations
