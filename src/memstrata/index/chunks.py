@@ -54,6 +54,9 @@ _DAILY = re.compile(r"memory/(\d{4}-\d{2}-\d{2})\.md")
 _CLOCK = re.compile(r"\[(\d{2}):(\d{2}):(\d{2})\]")
 _BULLET = re.compile(r"^\s{0,3}[-*+]\s+(?:\[[ xX]\]\s+)?")
 _ID_MARK = re.compile(r"\s+\^m[0-9a-z]{8}\s*$")
+# The same mark found in a whole text, from its literal start (the blank
+# before it is checked by hand): only blanks, not newlines, after it.
+_ID_MARK_IN_TEXT = re.compile(r"\^(m[0-9a-z]{8})[^\S\n]*$", re.MULTILINE)
 _T = "transcripts"
 _STATE_LINE = re.compile(r"^-\s+\[([^\]]+)\]\s+\*\*([^*]+)\*\*:\s*(.*)$")
 _WILD = re.compile(r"[*?\[]")
@@ -184,12 +187,18 @@ def fact_chunks(items: Iterable[Item], lines: dict[str, int]) -> list[Chunk]:
 
 
 def memory_md_lines(text: str) -> dict[str, int]:
-    """Item id -> its 1-based line in MEMORY.md's text."""
+    """Item id -> its 1-based line in MEMORY.md's text (the line's ``_ID_MARK``;
+    one scan of the whole text, counting the newlines between marks: a 100k-fact
+    file is read on the search after each checkpoint)."""
     lines = {}
-    for number, line in enumerate(text.split("\n"), start=1):
-        mark = _ID_MARK.search(line)
-        if mark:
-            lines[mark.group().strip()[1:]] = number
+    number, seen = 1, 0
+    for mark in _ID_MARK_IN_TEXT.finditer(text):
+        start = mark.start()
+        before = text[start - 1 : start]  # the blank ``_ID_MARK`` wants before the mark
+        if before.isspace() and before != "\n":
+            number += text.count("\n", seen, start)
+            seen = start
+            lines[mark.group(1)] = number
     return lines
 
 
