@@ -62,6 +62,7 @@ from memstrata.index import lexical as lexical_module
 from memstrata.index import relevance as relevance_module
 from memstrata.index.hybrid import Weights
 from memstrata.index.referents import refers, salient
+from memstrata.index.text import STOPWORDS, index_text
 from memstrata.memory import Memory
 from recall_ideas import ask_all
 
@@ -181,6 +182,8 @@ def variant_bm25_text(index: Any, cid: int, chunk: Any) -> str:
             extra += [f"{day.day} {day:%B %Y}", f"{day:%B %Y}"]
         elif part == "sessmonth" and chunk.created_at is not None:
             extra += [f"{chunk.created_at.date():%B %Y}"]
+        elif part == "bigram":  # adjacent content words as one more term each
+            extra += _bigrams(re.findall(r"[^\W_]+", index_text(words).lower()))
     ref = next((p for p in parts if p.startswith("ref")), "ref6")
     m = re.fullmatch(r"ref(\d+|all|none)(prev2)?(next)?(always)?", ref)
     if m is None:
@@ -198,6 +201,28 @@ def variant_bm25_text(index: Any, cid: int, chunk: Any) -> str:
 
 
 lexical_module.bm25_text = variant_bm25_text
+
+
+def _bigrams(tokens: Sequence[str]) -> list[str]:
+    """Adjacent content words (function words skipped) joined into one token
+    (``BIGRAM`` between them: no tokenizer splits it, no word contains it)."""
+    kept = [t for t in tokens if t not in STOPWORDS]
+    return [f"{a}{BIGRAM}{b}" for a, b in zip(kept, kept[1:], strict=False)]
+
+
+BIGRAM = "qzq"
+_ORIGINAL_STEMMED = hybrid_module.stemmed
+
+
+def variant_stemmed(words: list[str]) -> list[str]:
+    """The query's terms, with its bigrams when the BM25 variant has them."""
+    terms = _ORIGINAL_STEMMED(words)
+    if "bigram" in STATE["bm25"].split("+"):
+        terms += [t for t in _ORIGINAL_STEMMED(_bigrams(words)) if t not in terms]
+    return terms
+
+
+hybrid_module.stemmed = variant_stemmed
 relevance_module.bm25_text = variant_bm25_text  # the floor's coverage reads the same text
 
 
@@ -253,20 +278,20 @@ def build_windows(memory: Memory, kind: str) -> dict[str, Any]:
     }
 
 
-def patched_nearest(index, vectors, query, wide, accept):  # type: ignore[no-untyped-def]
+def patched_nearest(index, vectors, query, wide, accept, layers=None):  # type: ignore[no-untyped-def]
     windows = STATE["windows"]
     w = STATE["weight"]
     vec = STATE["vec"]
     if vec.startswith("vprf") and w:  # the query moved towards its first hits' vectors
-        first = _ORIGINAL_NEAREST(index, vectors, query, wide, accept)
+        first = _ORIGINAL_NEAREST(index, vectors, query, wide, accept, layers)
         top = int(vec[4:] or 3)
         near = [np.frombuffer(index.vectors[cid], dtype=np.float32) for cid, _ in first[:top]]
         if near:
             moved = np.asarray(query, dtype=np.float32) + w * np.mean(near, axis=0)
             query = moved / np.linalg.norm(moved)
-        return _ORIGINAL_NEAREST(index, vectors, query, wide, accept)
+        return _ORIGINAL_NEAREST(index, vectors, query, wide, accept, layers)
     if windows is None or not w or not vec.startswith("ctx"):
-        return _ORIGINAL_NEAREST(index, vectors, query, wide, accept)
+        return _ORIGINAL_NEAREST(index, vectors, query, wide, accept, layers)
     q = np.asarray(query, dtype=np.float32)
     t = windows["turn"] @ q
     s = windows["window"] @ q
