@@ -20,8 +20,10 @@ Guarantees:
 * a spoiled match hides nothing: a category's entry is the sentence of the
   first position where one of its rules matches and neither the vetoes, a
   quotation nor that rule's ``unless`` spoil it. Every rule is tried at a
-  position where another's match was spoiled, and positions inside a spoiled
-  match are tried too (the same with triggers and heads as without);
+  position where another's match was spoiled by its ``unless``, and positions
+  inside a match spoiled by a quotation or an ``unless`` are tried too; a
+  match in a vetoed sentence is skipped up to its end or the sentence's,
+  whichever comes first (the same with triggers and heads as without);
 * with ``languages=None`` the packs are picked by script: Cyrillic runs ``ru``,
   CJK runs ``zh``, any other text runs ``en`` and ``uz``;
 * the learned scorer (``scorer.py``; ``learned=False`` turns it off) then
@@ -67,7 +69,7 @@ import itertools
 import re
 import tomllib
 from bisect import bisect_left, bisect_right
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Collection, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -386,7 +388,7 @@ class _Message:
         return any(map(lowered.__contains__, literals))
 
 
-def _matches(category: _Category, message: _Message, slot: int) -> Iterator[re.Match[str]] | None:
+def _matches(category: _Category, message: _Message, slot: int) -> _Stream | None:
     """The pattern's match at each position where it matches (``_every_start``)
     if the category's triggers occur; None where it is known to yield nothing."""
     found = _read_for(category.search, message.spaced)
@@ -400,19 +402,24 @@ def _matches(category: _Category, message: _Message, slot: int) -> Iterator[re.M
     return _chain(category, rest, message, heads) if heads or rest else None
 
 
-def _every_start(pattern: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:
+# The matches of a category's pattern; ``send(pos)`` goes on at ``pos`` (no less
+# than one past the last match's start) instead of at the next position.
+_Stream = Generator[re.Match[str], int | None, None]
+
+
+def _every_start(pattern: re.Pattern[str], text: str) -> _Stream:
     """The pattern's match at each position where one starts, in order: as
     ``finditer``, but the next search starts one past the last match's start,
-    not at its end (a match spoiled for its own rule hides none inside it)."""
+    not at its end (a match spoiled for its own rule hides none inside it),
+    unless ``send`` says where."""
     pos, last = 0, len(text)
     while pos <= last and (match := pattern.search(text, pos)) is not None:
-        yield match
-        pos = match.start() + 1
+        pos = (yield match) or match.start() + 1
 
 
 def _chain(
     category: _Category, rest: re.Pattern[str] | None, message: _Message, heads: list[Head]
-) -> Iterator[re.Match[str]]:
+) -> _Stream:
     """``_every_start(pattern, text)`` if the category's triggers occur, trying
     the alternatives only where one of their heads starts, or where ``rest``
     matches: no match can start elsewhere."""
@@ -440,8 +447,7 @@ def _chain(
             gated = 0 <= mask == mask & proved or message.holds(category.triggers)
             if not gated:
                 return
-        yield match
-        floor = match.start() + 1  # as _every_start: the next match may start inside this one
+        floor = (yield match) or match.start() + 1  # as _every_start
 
 
 def _mask(heads: list[Head], index: int) -> int:
@@ -475,7 +481,7 @@ def _vetoed(pack: _Pack, message: _Message, span: tuple[int, int], slot: int) ->
 
 def _first(
     category: str,
-    matches: Iterator[re.Match[str]],
+    matches: _Stream,
     pack: _Pack,
     message: _Message,
     slot: int,
@@ -484,25 +490,40 @@ def _first(
     """The category's entry: the sentence of its first match that no veto,
     ``unless`` or quote spoils. ``matches`` holds the first alternative's match
     at every position where one matches; where its rule's ``unless`` spoils it,
-    the category's other rules are tried at that position (``_another``)."""
+    the category's other rules are tried at that position (``_another``). A
+    match in a vetoed sentence is skipped whole, as ``finditer`` would, but
+    for its part past the sentence's end."""
     compiled = pack.categories[category]
-    for match in matches:
+    match = next(matches, None)
+    while match is not None:
         at = match.start()
         span = message.sentence(at)
         if span not in vetoed:
             vetoed[span] = _vetoed(pack, message, span, slot)
-        if vetoed[span] or message.quoted(at):  # every rule's match here is spoiled
+        if vetoed[span]:  # every rule's match in the sentence is spoiled: go on after
+            # this one, or at the sentence's end if the match runs past it
+            match = _send(matches, max(min(match.end(), span[1]), at + 1))
             continue
-        sentence = message.text[span[0] : span[1]]
-        group = (match.lastgroup or "").partition("_")[0]
-        unless = compiled.unless.get(group)
-        if (
-            unless is None
-            or not unless.search(sentence)
-            or _another(compiled, message.text, at, sentence, group)
-        ):
-            return Entry(category, sentence, span)
+        if not message.quoted(at):
+            sentence = message.text[span[0] : span[1]]
+            group = (match.lastgroup or "").partition("_")[0]
+            unless = compiled.unless.get(group)
+            if (
+                unless is None
+                or not unless.search(sentence)
+                or _another(compiled, message.text, at, sentence, group)
+            ):
+                return Entry(category, sentence, span)
+        match = next(matches, None)
     return None
+
+
+def _send(matches: _Stream, pos: int) -> re.Match[str] | None:
+    """The stream's next match at ``pos`` or after (None: no more)."""
+    try:
+        return matches.send(pos)
+    except StopIteration:
+        return None
 
 
 def _another(compiled: _Category, text: str, at: int, sentence: str, spoiled: str) -> bool:
