@@ -55,7 +55,7 @@ __all__ = ["cache_dir", "cached", "default_dir", "dir_from", "use_dir"]
 log = logging.getLogger("memstrata")
 
 ENV_CACHE_DIR = "MEMSTRATA_CACHE_DIR"
-_FORMAT = b"memstrata-rules-2\n"
+_FORMAT = b"memstrata-rules-3\n"
 _DIGEST = hashlib.sha256().digest_size
 _CODE = ("scan.py", "heads.py", "headfind.py")
 KEEP = 8  # rule files kept in the folder (see the module)

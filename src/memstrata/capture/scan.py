@@ -17,6 +17,13 @@ Guarantees:
 * a rule match that starts inside a quotation (``'...'``, ``"..."``,
   ``“...”``, ``«...»``, ``「...」``) is ignored, and so is one whose sentence a
   rule's own ``unless`` patterns match;
+* a spoiled match hides nothing: a category's entry is the sentence of the
+  first position where one of its rules matches and neither the vetoes, a
+  quotation nor that rule's ``unless`` spoil it. Every rule is tried at a
+  position where another's match was spoiled by its ``unless``, and positions
+  inside a match spoiled by a quotation or an ``unless`` are tried too; a
+  match in a vetoed sentence is skipped up to its end or the sentence's,
+  whichever comes first (the same with triggers and heads as without);
 * with ``languages=None`` the packs are picked by script: Cyrillic runs ``ru``,
   CJK runs ``zh``, any other text runs ``en`` and ``uz``;
 * the learned scorer (``scorer.py``; ``learned=False`` turns it off) then
@@ -24,8 +31,10 @@ Guarantees:
   message that no pack's vetoes match; it never removes a rule's entry, and
   with explicit ``languages`` it runs only on text of their script;
 * every pattern is compiled once: one alternation per category per language,
-  one veto pattern per language. A bad pack raises ``InvalidInput`` naming
-  the file and the rule; the scanner itself never raises on any text;
+  one veto pattern per language, and (on first need in a process: where a
+  match was spoiled by its rule's ``unless``) each rule's own alternatives. A
+  bad pack raises ``InvalidInput`` naming the file and the rule; the scanner
+  itself never raises on any text;
 * nothing is compiled at import: the built-in packs at the first ``scan``
   (``default_rules``), and a compiled rule set is cached on disk between
   processes (``rulecache``), so a short-lived process pays a file read.
@@ -60,7 +69,7 @@ import itertools
 import re
 import tomllib
 from bisect import bisect_left, bisect_right
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Collection, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -69,7 +78,7 @@ from typing import Any
 from ..errors import InvalidInput
 from . import rulecache
 from .headfind import Finder, Starts, find, finder, is_spaced
-from .heads import DIGITS, Head, HeadSearch, analyse, proven
+from .heads import DIGITS, Head, HeadSearch, analyse, combine, proven
 from .scorer import RULE_CATEGORIES, additions
 
 __all__ = ["CATEGORIES", "Entry", "RuleSet", "default_rules", "load_rules", "scan"]
@@ -112,6 +121,16 @@ class _Category:
     triggers: tuple[str, ...]  # one must occur in the lower-cased text; () for any text
     proven: tuple[int, int] = (0, 0)  # the alternatives whose every match holds a trigger,
     # by the heads read for any text and for single-spaced ones (``HeadSearch.spaced``)
+    rules: tuple[tuple[str, tuple[str, ...]], ...] = ()  # per group of ``unless`` ("": the
+    # rules without), its alternatives: what ``_another`` tries where a match was spoiled
+    compiled: dict[str, re.Pattern[str]] = field(default_factory=dict, repr=False, compare=False)
+
+    def own(self, group: str) -> re.Pattern[str]:
+        """The alternatives of one group of ``rules`` combined, compiled on first use."""
+        pattern = self.compiled.get(group)
+        if pattern is None:
+            pattern = self.compiled[group] = combine(dict(self.rules)[group])
+        return pattern
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,6 +228,7 @@ def _compile(raw_packs: dict[str, dict[str, Any]], use_triggers: bool) -> RuleSe
         categories: dict[str, _Category] = {}
         for category in CATEGORIES:
             alternatives, unless = [], {}
+            own: dict[str, list[str]] = {}  # per group (of unless, "" for none): alternatives
             gate: list[str] | None = [] if use_triggers else None
             for index, (cat, body, vetoes, triggers) in enumerate(raw["rules"]):
                 if cat != category:
@@ -218,13 +238,16 @@ def _compile(raw_packs: dict[str, dict[str, Any]], use_triggers: bool) -> RuleSe
                 if vetoes:  # only a rule with vetoes needs to be told apart
                     alternatives += [f"(?P<{group}_{n}>{alt})" for n, alt in enumerate(body)]
                     unless[group] = re.compile("|".join(vetoes), re.I)
+                    own[group] = body
                 else:
                     alternatives += body
+                    own.setdefault("", []).extend(body)
             if alternatives:
                 triggers = tuple(dict.fromkeys(gate or ()))
                 found = analyse(alternatives)
                 both = (proven(found, triggers), proven(_read_for(found, True), triggers))
-                categories[category] = _Category(found, unless, triggers, both)
+                rules = tuple((group, tuple(body)) for group, body in own.items())
+                categories[category] = _Category(found, unless, triggers, both, rules)
         packs[language] = _Pack(veto, categories)
     return RuleSet(packs, fast=use_triggers)
 
@@ -365,26 +388,41 @@ class _Message:
         return any(map(lowered.__contains__, literals))
 
 
-def _matches(category: _Category, message: _Message, slot: int) -> Iterator[re.Match[str]] | None:
-    """What ``pattern.finditer(text)`` yields if the category's triggers occur;
-    None where it is known to yield nothing."""
+def _matches(category: _Category, message: _Message, slot: int) -> _Stream | None:
+    """The pattern's match at each position where it matches (``_every_start``)
+    if the category's triggers occur; None where it is known to yield nothing."""
     found = _read_for(category.search, message.spaced)
     if message.starts is None or found.plain:
         if not message.holds(category.triggers or None):
             return None
-        return found.pattern.finditer(message.text)
+        return _every_start(found.pattern, message.text)
     heads = message.starts.get(slot)
     mask = message.starts.rests.get(slot)  # the alternatives without heads that can match
     rest = found.narrow(mask, found.rest) if mask else None  # rest: the same starts
     return _chain(category, rest, message, heads) if heads or rest else None
 
 
+# The matches of a category's pattern; ``send(pos)`` goes on at ``pos`` (no less
+# than one past the last match's start) instead of at the next position.
+_Stream = Generator[re.Match[str], int | None, None]
+
+
+def _every_start(pattern: re.Pattern[str], text: str) -> _Stream:
+    """The pattern's match at each position where one starts, in order: as
+    ``finditer``, but the next search starts one past the last match's start,
+    not at its end (a match spoiled for its own rule hides none inside it),
+    unless ``send`` says where."""
+    pos, last = 0, len(text)
+    while pos <= last and (match := pattern.search(text, pos)) is not None:
+        pos = (yield match) or match.start() + 1
+
+
 def _chain(
     category: _Category, rest: re.Pattern[str] | None, message: _Message, heads: list[Head]
-) -> Iterator[re.Match[str]]:
-    """``pattern.finditer(text)`` if the category's triggers occur, trying the
-    alternatives only where one of their heads starts, or where ``rest`` matches:
-    no match can start elsewhere."""
+) -> _Stream:
+    """``_every_start(pattern, text)`` if the category's triggers occur, trying
+    the alternatives only where one of their heads starts, or where ``rest``
+    matches: no match can start elsewhere."""
     found, text = category.search, message.text
     never = len(text) + 1
     floor = index = 0  # every match that starts before floor is yielded already
@@ -409,8 +447,7 @@ def _chain(
             gated = 0 <= mask == mask & proved or message.holds(category.triggers)
             if not gated:
                 return
-        yield match
-        floor = match.end()
+        floor = (yield match) or match.start() + 1  # as _every_start
 
 
 def _mask(heads: list[Head], index: int) -> int:
@@ -444,24 +481,60 @@ def _vetoed(pack: _Pack, message: _Message, span: tuple[int, int], slot: int) ->
 
 def _first(
     category: str,
-    matches: Iterator[re.Match[str]],
+    matches: _Stream,
     pack: _Pack,
     message: _Message,
     slot: int,
     vetoed: dict[tuple[int, int], bool],
 ) -> Entry | None:
-    """The category's entry: its first match no veto, ``unless`` or quote spoils."""
-    unless_by_group = pack.categories[category].unless
-    for match in matches:
-        span = message.sentence(match.start())
+    """The category's entry: the sentence of its first match that no veto,
+    ``unless`` or quote spoils. ``matches`` holds the first alternative's match
+    at every position where one matches; where its rule's ``unless`` spoils it,
+    the category's other rules are tried at that position (``_another``). A
+    match in a vetoed sentence is skipped whole, as ``finditer`` would, but
+    for its part past the sentence's end."""
+    compiled = pack.categories[category]
+    match = next(matches, None)
+    while match is not None:
+        at = match.start()
+        span = message.sentence(at)
         if span not in vetoed:
             vetoed[span] = _vetoed(pack, message, span, slot)
-        sentence = message.text[span[0] : span[1]]
-        unless = unless_by_group.get((match.lastgroup or "").partition("_")[0])
-        if vetoed[span] or (unless and unless.search(sentence)) or message.quoted(match.start()):
+        if vetoed[span]:  # every rule's match in the sentence is spoiled: go on after
+            # this one, or at the sentence's end if the match runs past it
+            match = _send(matches, max(min(match.end(), span[1]), at + 1))
             continue
-        return Entry(category, sentence, span)
+        if not message.quoted(at):
+            sentence = message.text[span[0] : span[1]]
+            group = (match.lastgroup or "").partition("_")[0]
+            unless = compiled.unless.get(group)
+            if (
+                unless is None
+                or not unless.search(sentence)
+                or _another(compiled, message.text, at, sentence, group)
+            ):
+                return Entry(category, sentence, span)
+        match = next(matches, None)
     return None
+
+
+def _send(matches: _Stream, pos: int) -> re.Match[str] | None:
+    """The stream's next match at ``pos`` or after (None: no more)."""
+    try:
+        return matches.send(pos)
+    except StopIteration:
+        return None
+
+
+def _another(compiled: _Category, text: str, at: int, sentence: str, spoiled: str) -> bool:
+    """Whether a rule of the category other than the ``spoiled`` group matches
+    at ``at`` with no ``unless`` of its own matching the sentence."""
+    for group, _ in compiled.rules:
+        if group != spoiled and compiled.own(group).match(text, at) is not None:
+            unless = compiled.unless.get(group)
+            if unless is None or not unless.search(sentence):
+                return True
+    return False
 
 
 def _learned(
