@@ -528,11 +528,47 @@ OTHERS_6 = [
     "同事给女儿取名叫朵朵",
 ]
 
+# round 6c, the same from native6's remaining misses: "remember <Name> works …",
+# "I was wrong, …", an option that "wins, moving on" (победил / yutdi / 胜出), a
+# standing limit "unless I ask" (пока я не спрошу / so'ramagunimcha / 我没问的时候),
+# "зовите меня …", "men … bo'limidan <Name>", a quoted name after the user's
+# place (叫"…"), "…订在…", "给女儿选了…", "备注一下："; and their hard negatives
+STILL_6C = [
+    ("please remember Oksana never works weekends", "remember"),
+    ("I was wrong, it's the blue folder, not the green one", "correction"),
+    ("option C wins, moving on", "decision"),
+    ("always keep it short when you summarise my emails", "preference"),
+    ("don't send me workout plans unless I ask", "preference"),
+    ("зовите меня просто Лёша", "proper_noun"),
+    ("второй вариант победил, переходим к следующему", "decision"),
+    ("не присылайте рецепты, пока я сама не попрошу", "preference"),
+    ("men marketing bo'limidan Shahnoza", "proper_noun"),
+    ("ikkinchi variant yutdi, davom etamiz", "decision"),
+    ("men so'ramagunimcha eslatma yubormang", "preference"),
+    ('我开了家咖啡馆，叫"慢时光"', "proper_noun"),
+    ('我们工作室叫"青木"', "proper_noun"),
+    ("婚宴订在国庆节", "decision"),
+    ("给女儿选了钢琴课", "decision"),
+    ("方案B胜出，继续下一项", "decision"),
+    ("备注一下：车位号是B2-117", "remember"),
+    ("我没问的时候不要给我推荐股票", "preference"),
+]
+OTHERS_6C = [
+    "I remember Tomasz from school, he was funny",
+    "they were wrong, the forecast said sun",
+    "Arsenal won, what a game",
+    "зовут его Лёша",
+    "наша команда победила в турнире",
+    "jamoamiz yutdi, zo'r o'yin bo'ldi",
+    '朋友的店叫"小满"，挺有名',
+    '附近有一家叫"慢时光"的咖啡馆',
+]
 
-# each round's hard negatives (3c, 4, 5, 5b, 5c, 6, above) capture nothing, and
+
+# each round's hard negatives (3c, 4, 5, 5b, 5c, 6, 6c, above) capture nothing, and
 # the forms beside them are found
-ROUNDS_OTHERS = [*OTHERS_3C, *OTHERS_4, *OTHERS_5, *OTHERS_5B, *OTHERS_5C, *OTHERS_6]
-ROUNDS_STILL = [*STILL_3C, *STILL_4, *STILL_5, *STILL_5B, *STILL_5C, *STILL_6]
+ROUNDS_OTHERS = [*OTHERS_3C, *OTHERS_4, *OTHERS_5, *OTHERS_5B, *OTHERS_5C, *OTHERS_6, *OTHERS_6C]
+ROUNDS_STILL = [*STILL_3C, *STILL_4, *STILL_5, *STILL_5B, *STILL_5C, *STILL_6, *STILL_6C]
 
 
 @pytest.mark.parametrize("text", ROUNDS_OTHERS)
