@@ -349,6 +349,7 @@ GROWN = [
     ("native3", "native3"),
     ("native4", "native4"),
     ("native5", "native5"),
+    ("native6", "native6"),
     ("generated2", "template2"),
     ("generated3", "template3"),
 ]
