@@ -135,6 +135,15 @@ def test_a_search_of_some_layers_ranks_only_their_rows(
     query = structured(1, 9)[0]
     both = vectors.top(index, query, 30, {"daily_notes", "semantic"})
     assert both == vectors.top(index, query, 30)
+    # a row added after the layers were read is ranked with its own layer
+    new = structured(1, 10)[0]
+    chunk = Chunk(
+        path="daily/2026-11-29.md", layer="daily_notes", line_start=1, line_end=1, text="n"
+    )
+    (cid,) = index.replace("daily/2026-11-29.md", [chunk], FileState(2, 2, "z"))
+    index.set_vectors("test", {cid: new.tobytes()})
+    assert vectors.top(index, new, 5, {"daily_notes"})[0][0] == cid
+    assert cid not in {found for found, _ in vectors.top(index, new, 50, {"semantic"})}
 
 
 def test_searches_from_several_threads_while_vectors_are_written(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Collection
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from . import blas
@@ -55,6 +56,8 @@ class Vectors:
         self._ids: np.ndarray | None = None  # row -> chunk id (-1: blank)
         self._layers: np.ndarray | None = None  # row -> layer code (-1: blank)
         self._codes: dict[str, int] = {}  # layer -> code
+        self._changes = 0  # rows changed so many times (the masks' key)
+        self._masks: dict[frozenset[int], tuple[int, _Outside | None]] = {}
         self._rows: dict[int, int] = {}  # chunk id -> row
         self._used = 0
         self._blank = 0
@@ -82,6 +85,7 @@ class Vectors:
             self._rows[cid] = row
         self._used, self._blank = count, 0
         self._seen = len(index.vector_log)
+        self._changes += 1
         self._basis = self._reduced = None
         self._project()
 
@@ -132,6 +136,8 @@ class Vectors:
                 self._layers[self._used] = self._code(index, cid)
                 self._rows[cid] = self._used
                 self._used += 1
+        if changes:
+            self._changes += 1
         self._seen = len(log)
         if self._blank * 4 > max(self._used, 64):
             self._rebuild(index, dim)
@@ -182,6 +188,23 @@ class Vectors:
             with blas.limited():  # (see index.blas)
                 return self._top(query, limit, layers)
 
+    def _outside(self, layers: Collection[str]) -> _Outside | None:
+        """The rows outside ``layers`` (None: there are none). Kept per layer
+        set until the rows change: a search does not read every row's layer
+        (the default search leaves out only the few chunks of ``core``)."""
+        import numpy as np
+
+        assert self._layers is not None
+        codes = frozenset(self._codes[layer] for layer in layers if layer in self._codes)
+        known = self._masks.get(codes)
+        if known is None or known[0] != self._changes:
+            used = self._used
+            mask = ~np.isin(self._layers[:used], list(codes))
+            rows = np.flatnonzero(mask)
+            outside = _Outside(mask, rows, used - len(rows)) if len(rows) else None
+            known = self._masks[codes] = (self._changes, outside)
+        return known[1]
+
     def _top(
         self, query: np.ndarray, limit: int, layers: Collection[str] | None = None
     ) -> list[tuple[int, float]]:
@@ -191,34 +214,40 @@ class Vectors:
         used = self._used
         if not used:
             return []
-        outside: np.ndarray | None = None  # rows of other layers (and blank ones)
-        if layers is not None:
-            codes = [self._codes[layer] for layer in layers if layer in self._codes]
-            if len(codes) < len(self._codes):
-                outside = ~np.isin(self._layers[:used], codes)
-                inside = used - int(np.count_nonzero(outside))
-                if not inside:
-                    return []
-                limit = min(limit, inside)
+        outside = self._outside(layers) if layers is not None else None  # (and blank rows)
+        if outside is not None:
+            if not outside.inside:
+                return []
+            limit = min(limit, outside.inside)
         limit = min(limit, used)
         wide = min(limit * OVERSAMPLE, used)
         if self._reduced is not None and self._basis is not None and wide < used:
             rough = self._reduced[:used] @ (query @ self._basis)
             if outside is not None:
-                rough[outside] = -np.inf
+                rough[outside.rows] = -np.inf
             rows = largest(rough, wide)
             scores = self._matrix[rows] @ query
             if outside is not None:
-                scores[outside[rows]] = -np.inf
+                scores[outside.mask[rows]] = -np.inf
         else:
             rows = np.arange(used)
             scores = self._matrix[:used] @ query
             if outside is not None:
-                scores[outside] = -np.inf
+                scores[outside.rows] = -np.inf
         best = np.argpartition(-scores, limit - 1)[:limit]
         best = best[np.argsort(-scores[best])]
         found = zip(self._ids[rows[best]].tolist(), scores[best].tolist(), strict=True)
         return [(cid, score) for cid, score in found if cid >= 0 and score > -np.inf]
+
+
+@dataclass(frozen=True, slots=True)
+class _Outside:
+    """The rows outside a search's layers: as a mask over the rows in use, as
+    their places, and how many rows are inside."""
+
+    mask: np.ndarray
+    rows: np.ndarray
+    inside: int
 
 
 def _grown(matrix: np.ndarray, used: int, rows: int) -> np.ndarray:
