@@ -9,6 +9,9 @@ Run::
 
 ``--server-src OLD/src`` runs the server from another checkout (an A/B:
 alternate runs with and without it).
+
+Beside them, the SDK's own floor on the same connection: a ``ping`` and a
+``memory_status`` call (a tool with a small result), each ``--calls`` times.
 """
 
 from __future__ import annotations
@@ -42,10 +45,17 @@ async def _round_trips(ws: Path, calls: int, server_src: Path | None = None) -> 
         env=env,
     )
     rng = random.Random(5)
-    search, write = [], []
+    search, write, ping, status = [], [], [], []
     async with stdio_client(params) as (read, send), ClientSession(read, send) as session:
         await session.initialize()
         await session.call_tool("memory_search", {"query": "warm up"})
+        for _ in range(calls):  # the SDK's own floor: a ping, and a tool with a small result
+            began = time.perf_counter()
+            await session.send_ping()
+            ping.append((time.perf_counter() - began) * 1000)
+            began = time.perf_counter()
+            await session.call_tool("memory_status", {})
+            status.append((time.perf_counter() - began) * 1000)
         for _ in range(calls):
             began = time.perf_counter()
             await session.call_tool("memory_search", {"query": rng.choice(QUERIES), "k": 8})
@@ -54,7 +64,12 @@ async def _round_trips(ws: Path, calls: int, server_src: Path | None = None) -> 
             began = time.perf_counter()
             await session.call_tool("memory_write", {"text": f"bench note {n}"})
             write.append((time.perf_counter() - began) * 1000)
-    return {"memory_search_ms": percentiles(search), "memory_write_ms": percentiles(write)}
+    return {
+        "memory_search_ms": percentiles(search),
+        "memory_write_ms": percentiles(write),
+        "ping_ms": percentiles(ping),
+        "memory_status_ms": percentiles(status),
+    }
 
 
 def main() -> None:
