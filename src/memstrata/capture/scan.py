@@ -69,7 +69,7 @@ import itertools
 import re
 import tomllib
 from bisect import bisect_left, bisect_right
-from collections.abc import Collection, Generator, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -79,6 +79,7 @@ from ..errors import InvalidInput
 from . import rulecache
 from .headfind import Finder, Starts, find, finder, is_spaced
 from .heads import DIGITS, Head, HeadSearch, analyse, combine, proven
+from .matches import Stream, every_start, go_on
 from .scorer import RULE_CATEGORIES, additions
 
 __all__ = ["CATEGORIES", "Entry", "RuleSet", "default_rules", "load_rules", "scan"]
@@ -388,39 +389,24 @@ class _Message:
         return any(map(lowered.__contains__, literals))
 
 
-def _matches(category: _Category, message: _Message, slot: int) -> _Stream | None:
-    """The pattern's match at each position where it matches (``_every_start``)
+def _matches(category: _Category, message: _Message, slot: int) -> Stream | None:
+    """The pattern's match at each position where it matches (``every_start``)
     if the category's triggers occur; None where it is known to yield nothing."""
     found = _read_for(category.search, message.spaced)
     if message.starts is None or found.plain:
         if not message.holds(category.triggers or None):
             return None
-        return _every_start(found.pattern, message.text)
+        return every_start(found.pattern, message.text)
     heads = message.starts.get(slot)
     mask = message.starts.rests.get(slot)  # the alternatives without heads that can match
     rest = found.narrow(mask, found.rest) if mask else None  # rest: the same starts
     return _chain(category, rest, message, heads) if heads or rest else None
 
 
-# The matches of a category's pattern; ``send(pos)`` goes on at ``pos`` (no less
-# than one past the last match's start) instead of at the next position.
-_Stream = Generator[re.Match[str], int | None, None]
-
-
-def _every_start(pattern: re.Pattern[str], text: str) -> _Stream:
-    """The pattern's match at each position where one starts, in order: as
-    ``finditer``, but the next search starts one past the last match's start,
-    not at its end (a match spoiled for its own rule hides none inside it),
-    unless ``send`` says where."""
-    pos, last = 0, len(text)
-    while pos <= last and (match := pattern.search(text, pos)) is not None:
-        pos = (yield match) or match.start() + 1
-
-
 def _chain(
     category: _Category, rest: re.Pattern[str] | None, message: _Message, heads: list[Head]
-) -> _Stream:
-    """``_every_start(pattern, text)`` if the category's triggers occur, trying
+) -> Stream:
+    """``every_start(pattern, text)`` if the category's triggers occur, trying
     the alternatives only where one of their heads starts, or where ``rest``
     matches: no match can start elsewhere."""
     found, text = category.search, message.text
@@ -447,7 +433,7 @@ def _chain(
             gated = 0 <= mask == mask & proved or message.holds(category.triggers)
             if not gated:
                 return
-        floor = (yield match) or match.start() + 1  # as _every_start
+        floor = (yield match) or match.start() + 1  # as every_start
 
 
 def _mask(heads: list[Head], index: int) -> int:
@@ -481,7 +467,7 @@ def _vetoed(pack: _Pack, message: _Message, span: tuple[int, int], slot: int) ->
 
 def _first(
     category: str,
-    matches: _Stream,
+    matches: Stream,
     pack: _Pack,
     message: _Message,
     slot: int,
@@ -502,7 +488,7 @@ def _first(
             vetoed[span] = _vetoed(pack, message, span, slot)
         if vetoed[span]:  # every rule's match in the sentence is spoiled: go on after
             # this one, or at the sentence's end if the match runs past it
-            match = _send(matches, max(min(match.end(), span[1]), at + 1))
+            match = go_on(matches, max(min(match.end(), span[1]), at + 1))
             continue
         if not message.quoted(at):
             sentence = message.text[span[0] : span[1]]
@@ -516,14 +502,6 @@ def _first(
                 return Entry(category, sentence, span)
         match = next(matches, None)
     return None
-
-
-def _send(matches: _Stream, pos: int) -> re.Match[str] | None:
-    """The stream's next match at ``pos`` or after (None: no more)."""
-    try:
-        return matches.send(pos)
-    except StopIteration:
-        return None
 
 
 def _another(compiled: _Category, text: str, at: int, sentence: str, spoiled: str) -> bool:
