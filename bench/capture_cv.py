@@ -66,7 +66,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "no_rule_features_0.7": {**OLD, "rule_features": False, "threshold": 0.7},
     "no_rule_features_0.8": {**OLD, "rule_features": False, "threshold": 0.8},
 }
-# the tries of 2026-11-28 with native/ (docs/capture.md); run them by name
+# the tries of 2026-11-28 with native/ (docs/capture-history.md); run them by name
 TRIES: dict[str, dict[str, Any]] = {
     "positive_weight_2": {**OLD, "positive_weight": 2.0},
     "threshold_0.3": {**OLD, "threshold": 0.3},
@@ -76,7 +76,7 @@ TRIES: dict[str, dict[str, Any]] = {
     "pw2_0.6": {"positive_weight": 2.0, "threshold": 0.6},
     "pw3_0.7": {"positive_weight": 3.0, "threshold": 0.7},
     "pw2_0.65": {"positive_weight": 2.0, "threshold": 0.65},
-    # the tries with native2/ and generated2/ (docs/capture.md); "pw2_0.6" (the
+    # the tries with native2/ and generated2/ (docs/capture-history.md); "pw2_0.6" (the
     # shipped setting before them), "pw3_0.7" and "pw2_0.65" (shipped since) above
     "pw2_0.55": {"positive_weight": 2.0, "threshold": 0.55},
     "pw2_0.7": {"positive_weight": 2.0, "threshold": 0.7},

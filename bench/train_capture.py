@@ -23,7 +23,7 @@ and ``native2`` (``native2/``, the same method, the paraphrase families and
 hard negatives issue 17 still misses) and ``native3`` (``native3/``, the same
 method by a writer who had read the rules, round 3) and ``native4`` (``native4/``,
 written persona by persona, round 4; the shipped ``scorer.bin`` is still round 3's,
-see docs/capture.md) and ``template2`` and ``template3``
+see docs/capture-history.md) and ``template2`` and ``template3``
 (``generated2/``, ``generated3/``: the second and third template sets of
 ``bench/gen_capture_corpus.py``).
 
@@ -87,14 +87,14 @@ L2 = 1e-4
 # (0.949 / 0.782 -> 0.949 / 0.790); then, with native2/ and generated2/ in the
 # corpus, (2, 0.6) fell under 0.95 precision on the older folds (0.948 / 0.828)
 # and (2, 0.65) was the try with the most recall above it (0.952 / 0.819;
-# docs/capture.md)
+# docs/capture-history.md)
 POSITIVE_WEIGHT = 2.0
 CUT = 0.65
 # names whose weights are all under PRUNE in size are dropped after the fit
 # (round 3, 2026-11-28): with native3/ the names grew 12,324 -> 13,638 and the
 # scorer's logits ~4 % slower; dropping the 3,849 under 0.1 leaves capture_cv
 # as it was (by author 1,619 -> 1,617 true captures, false ones and by language
-# the same) and the logits faster than before native3 (docs/capture.md)
+# the same) and the logits faster than before native3 (docs/capture-history.md)
 PRUNE = 0.1
 
 
@@ -218,12 +218,12 @@ def save(model: Trained, path: Path = OUT) -> int:
 
 # Folders that are cross-validation folds but not in the shipped scorer's
 # training set: retrained with native4 the older folds lost 0.5 points of
-# precision for 0.9 of recall (docs/capture.md, round 4), and with native4
+# precision for 0.9 of recall (docs/capture-history.md, round 4), and with native4
 # and native5 (round 5) 0.5 points for 1.3, so scorer.bin is the fit without
 # them: 3,833 messages, the round-5 rules' verdicts (this reproduces the
 # shipped file byte for byte). native6 (round 6) likewise: with it the older
 # folds by author gained 4 true captures for 1 false one, all 12 folds by
-# author 2 for 3, so it is a fold only (docs/capture.md, round 6); the file is
+# author 2 for 3, so it is a fold only (docs/capture-history.md, round 6); the file is
 # the same 3,833 messages with the round-6 rules' verdicts.
 NOT_SHIPPED = ("native4", "native5", "native6")
 

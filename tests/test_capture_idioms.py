@@ -1,4 +1,4 @@
-"""Issue 17, round 3: idioms the rules took for durable facts (docs/capture.md).
+"""Issue 17, round 3: idioms the rules took for durable facts (docs/capture-history.md).
 
 Sentences here are in none of the corpus files. Two families, in each language
 they exist in, each with the positives that share its words and must still be

@@ -1,4 +1,4 @@
-"""Issue 17, round 2: the broader structures and vetoes in capture/rules (docs/capture.md).
+"""Issue 17, round 2: the broader structures and vetoes in capture/rules (docs/capture-history.md).
 
 Sentences here are in none of the corpus files. Per family, the form in each
 language it exists in, and hard negatives sharing its words: a name then the

@@ -1,4 +1,4 @@
-"""bench/capture_semantic.py's sparse trainer is train_capture.train (docs/capture.md,
+"""bench/capture_semantic.py's sparse trainer is train_capture.train (docs/capture-history.md,
 "A multilingual sentence embedding"): same names, weights to float rounding,
 same scan verdicts; and a scan read at several cuts is a scan at each cut.
 The sentence encoder itself is not needed here."""

@@ -564,7 +564,7 @@ def scan(
     The scorer is on since it was measured on the held-out folders, written
     blind and never trained on: on ``unseen/`` recall 0.646 -> 0.787 at
     precision 0.958 -> 0.966, on ``unseen2/`` 0.539 -> 0.704 at 0.906 -> 0.906
-    (docs/capture.md, round 3)."""
+    (docs/capture-history.md, round 3)."""
     ruleset = rules or default_rules()
     codes = tuple(languages) if languages is not None else _detect(text)
     for code in codes:
