@@ -211,19 +211,36 @@ def test_acceptor_agrees_with_accept(ws, layers, superseded, session, source) ->
     ]
 
 
-@given(lines=st.lists(st.integers(1, 50), min_size=1, max_size=15), reach=st.integers(1, 3))
-def test_mirror_neighbours_are_the_chunks_around_in_line_order(lines, reach) -> None:  # type: ignore[no-untyped-def]
+@given(
+    lines=st.lists(st.integers(1, 50), min_size=1, max_size=15),
+    later=st.lists(st.integers(1, 50), max_size=5),
+    gone=st.integers(0, 20),
+    reach=st.integers(1, 3),
+)
+def test_mirror_neighbours_are_the_chunks_around_in_line_order(lines, later, gone, reach) -> None:  # type: ignore[no-untyped-def]
+    """... asked again after chunks came and went (those of reach 1 are kept
+    between searches until a chunk changes)."""
     mirror = Mirror()
+
+    def add(cid: int, line: int) -> None:
+        chunk = Chunk(path="t.md", layer="transcripts", line_start=line, line_end=line, text="x")
+        mirror._mapped(cid, chunk)
+
+    def check() -> None:
+        ordered = sorted(mirror.chunks, key=lambda c: (mirror.chunks[c].line_start, c))
+        for cid in mirror.chunks:
+            here = ordered.index(cid)
+            around = range(max(here - reach, 0), min(here + reach + 1, len(ordered)))
+            assert mirror.neighbours(cid, reach) == [ordered[n] for n in around if n != here]
+            assert mirror.neighbours(cid) == [
+                ordered[n] for n in (here - 1, here + 1) if 0 <= n < len(ordered)
+            ]
+
     for cid, line in enumerate(lines, start=1):
-        mirror._mapped(
-            cid, Chunk(path="t.md", layer="transcripts", line_start=line, line_end=line, text="x")
-        )
-    ordered = sorted(mirror.chunks, key=lambda c: (mirror.chunks[c].line_start, c))
-    for cid in mirror.chunks:
-        here = ordered.index(cid)
-        expected = [
-            ordered[n]
-            for n in range(max(here - reach, 0), min(here + reach + 1, len(ordered)))
-            if n != here
-        ]
-        assert mirror.neighbours(cid, reach) == expected
+        add(cid, line)
+    check()
+    for cid, line in enumerate(later, start=len(lines) + 1):
+        add(cid, line)
+    if gone in mirror.chunks:
+        mirror._unmapped(gone)
+    check()

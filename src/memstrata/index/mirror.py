@@ -76,6 +76,7 @@ class Mirror:
         self._by_ref: dict[tuple[str, str], set[int]] = {}  # (path, ref) -> chunk ids
         # path -> its chunk ids in line order, and each one's place there (a cache)
         self._order: dict[str, tuple[list[int], dict[int, int]]] = {}
+        self._near: dict[int, list[int]] = {}  # neighbours(cid, 1), until a chunk changes
         self.resets = 0  # times the mirror was emptied or loaded again
         self._touched: set[int] = set()  # chunk ids changed in the transaction
         self._touched_paths: set[str] = set()  # and paths of ``files``
@@ -89,7 +90,11 @@ class Mirror:
 
     def neighbours(self, cid: int, reach: int = 1) -> list[int]:
         """The chunks of the same file within ``reach`` places of ``cid`` in line
-        order (the turns around a turn), without ``cid`` itself."""
+        order (the turns around a turn), without ``cid`` itself. Each search asks
+        for its candidates' neighbours: those of reach 1 are kept until a chunk
+        changes (the list is shared: read it only)."""
+        if reach == 1 and (near := self._near.get(cid)) is not None:
+            return near
         chunk = self.chunks.get(cid)
         if chunk is None:
             return []
@@ -102,7 +107,10 @@ class Mirror:
         ids, places = order
         here = places[cid]
         start = here - reach if here > reach else 0
-        return ids[start:here] + ids[here + 1 : here + 1 + reach]
+        found = ids[start:here] + ids[here + 1 : here + 1 + reach]
+        if reach == 1:
+            self._near[cid] = found
+        return found
 
     # -- changes -------------------------------------------------------------------
 
@@ -115,6 +123,7 @@ class Mirror:
         if chunk.ref is not None:
             self._by_ref.setdefault((chunk.path, chunk.ref), set()).add(cid)
         self._order.pop(chunk.path, None)
+        self._near.clear()
         self._touched.add(cid)
 
     def _unmapped(self, cid: int) -> None:
@@ -130,6 +139,7 @@ class Mirror:
             if chunk.ref is not None:
                 self._by_ref.get((chunk.path, chunk.ref), set()).discard(cid)
             self._order.pop(chunk.path, None)
+            self._near.clear()
         self._touched.add(cid)
 
     def _vector_set(self, cid: int, vec: bytes) -> None:
@@ -221,6 +231,7 @@ class Mirror:
         self._by_path.clear()
         self._by_ref.clear()
         self._order.clear()
+        self._near.clear()
         self.vector_model = None
         self.resets += 1
         self._cleared = True
