@@ -8,7 +8,10 @@ tests/data/capture, every LoCoMo turn when the file is there, the speed
 benches' 200-character messages, and ``--random`` seeded random texts (corpus
 words spliced across languages, and characters from the scripts, marks,
 quotes, digits and case oddities the scanner treats apart). Exit status 1 on
-any difference, and the first ones are printed.
+any difference; ``--show N`` prints the first N of them, but never a text of
+a held-out set (``train_capture.TEST_ONLY``) nor one built from them: the
+random texts splice only the other texts' words, and a held-out message or a
+200-character bench text (spliced from every message) is named, not shown.
 
 Run (main's tree against this one)::
 
@@ -25,7 +28,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bench_capture import LOCOMO, corpus_texts, locomo_texts, to_200
+from bench_capture import CORPUS, LOCOMO, corpus_texts, locomo_texts, to_200
+from train_capture import TEST_ONLY
 
 WORKER = r"""
 import json, sys
@@ -90,23 +94,44 @@ def run(src: Path, texts: list[str]) -> list[str]:
     return done.stdout.splitlines()
 
 
+def held_out_texts() -> set[str]:
+    """The messages of the held-out sets (never shown)."""
+    out = set()
+    for folder in TEST_ONLY:
+        for path in sorted((CORPUS / folder).rglob("*.jsonl")):
+            for line in path.read_text(encoding="utf-8").splitlines():
+                if line.strip():
+                    out.add(str(json.loads(line)["text"]))
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--src", nargs=2, required=True, type=Path)
     parser.add_argument("--random", type=int, default=20_000)
     parser.add_argument("--seed", type=int, default=17)
-    parser.add_argument("--show", type=int, default=5)
+    parser.add_argument("--show", type=int, default=0, help="print the first N differences")
     args = parser.parse_args()
     corpus = corpus_texts()
     locomo = locomo_texts(LOCOMO)
-    words = sorted({word for text in corpus + locomo for word in text.split()})
+    held_out = held_out_texts()
+    open_texts = [text for text in corpus if text not in held_out] + locomo
+    words = sorted({word for text in open_texts for word in text.split()})
     texts = corpus + locomo + to_200(corpus + locomo, 2000)
+    bench_from, bench_to = len(corpus) + len(locomo), len(texts)
     texts += random_texts(args.random, words, args.seed)
     one, two = (run(src, texts) for src in args.src)
     assert len(one) == len(two) == len(texts), (len(one), len(two), len(texts))
     differ = [index for index, (a, b) in enumerate(zip(one, two, strict=True)) if a != b]
     for index in differ[: args.show]:
-        print(json.dumps(texts[index], ensure_ascii=False))
+        if texts[index] in held_out:
+            print("(a message of a held-out set: not shown)")
+        elif bench_from <= index < bench_to:
+            print(
+                f"(200-character bench text {index - bench_from}: spliced from every set, hidden)"
+            )
+        else:
+            print(json.dumps(texts[index], ensure_ascii=False))
         print(f"  {args.src[0]}: {one[index]}")
         print(f"  {args.src[1]}: {two[index]}")
     digest = hashlib.sha256("\n".join(one).encode()).hexdigest()[:16]
