@@ -342,6 +342,7 @@ GRIDS = {
     "vprf": (0.0, 0.25, 0.5, 1.0),  # the first 3 hits' vectors added to the query's
     "vprf5": (0.0, 0.25, 0.5, 1.0),
     "agg_diversity": (0.0, 0.1, 0.2, 0.35, 0.5),
+    "gather_more": (0.0, 0.1, 0.2, 0.35),
     "agg_session": (0.0, 0.25, 0.5, 0.75, 1.0),
     "neighbours_down": (0.0, 0.1, 0.2, 0.3),
     "session_down": (0.0, 0.2, 0.4),
@@ -371,8 +372,23 @@ AGGREGATE = re.compile(
 )
 
 
+# More gathering forms (sixth session): a wh-question in the present perfect
+# ("What has X painted?", "Where has X camped?") and a plural subject with
+# "are/were" or after "what are X's" ("What symbols are ...", "What are X's
+# pets' names?"); the shipped ``answers.gathers`` forms are kept.
+GATHERS_MORE = re.compile(
+    r"^\s*(?:what|which|where)\b(?:\s+[\w+'’-]+){0,3}\s+(?:has|have)\s+\w+\s+\w+(?:ed|en)\b"
+    r"|^\s*(?:what|which)\s+(?:[\w+-]+\s+)?[\w-]+s\s+(?:are|were)\b"
+    r"|^\s*what\s+are\s+\w+(?:'s|’s)\s+(?:\w+\s+)?\w+s\b",
+    re.I,
+)
+
+
 def weights_for(question: str) -> Weights:
     vec, w = STATE["vec"], STATE["weight"]
+    if vec == "gather_more":  # the gathering diversity for the forms beyond the shipped ones
+        more = w and GATHERS_MORE.search(question) and not AGGREGATE.search(question)
+        return replace(OFF, diversity=w) if more else OFF
     if w and vec in SHIFTS:  # a fusion weight moved by w (0: as shipped)
         field, sign = SHIFTS[vec]
         return replace(OFF, **{field: getattr(OFF, field) + sign * w})
