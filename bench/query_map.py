@@ -14,7 +14,7 @@ This script builds the map (``--out``, an ``.npz`` with ``table``, ``mu`` and
 ``W``) and prints the vector list's own recall@5/@10 on the LoCoMo dev
 conversations (each turn's own MiniLM vector; MiniLM's query against the
 mapped one). The whole search with it is ``bench/ctx_ideas.py --search none
-qmap --qmap OUT`` (docs/search.md has both figures).
+qmap --qmap OUT`` (docs/search-history.md has both figures).
 
 Run::
 

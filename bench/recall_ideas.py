@@ -18,7 +18,7 @@ Weight 0 of every search variant is the baseline of its ingest variant.
 
 Since relative dates are resolved in what BM25 reads (``Chunk.words``,
 2026-11-28), every ingest variant includes them there; the figures in
-docs/search.md for "plain", "dates", "referents" and "imgquery" were measured
+docs/search-history.md for "plain", "dates", "referents" and "imgquery" were measured
 before, on the tree of commit e04c006 (``dates`` then appended them to the
 recorded text, with the prototype of ``index.relative_dates``, which gives
 the same words on every LoCoMo turn and is what ``dates`` appends now).

@@ -10,7 +10,7 @@ dynamically (``bench/quantize_minilm.py``): integer products instead of
 float ones. On this project's machine a query takes 3.4-3.6 ms instead of
 4.8-5.7, and chat turns embed ~1.8 times as fast, one at a time, as the float
 products did in batches of 16 (short texts in large batches are slower);
-LoCoMo recall is level (docs/search.md).
+LoCoMo recall is level (docs/search-history.md).
 
 Guarantees:
 
@@ -113,7 +113,7 @@ DEFAULT_BATCH_SIZE = 16  # for a model given by path
 #: The shipped model quantizes its activations per run, over the whole batch:
 #: a text's vector would depend on the texts batched with it, so it runs one
 #: text at a time (and no padding): on chat turns still ~1.8 times the texts a
-#: second of the float products in batches of 16 (docs/search.md).
+#: second of the float products in batches of 16 (docs/search-history.md).
 DEFAULT_MODEL_BATCH_SIZE = 1
 ENV_MODEL = "MEMSTRATA_EMBED_MODEL"
 ENV_TOKENIZER = "MEMSTRATA_EMBED_TOKENIZER"

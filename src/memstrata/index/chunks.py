@@ -96,7 +96,7 @@ class Chunk:
         dates its relative time words name (``relative_dates``: "yesterday"
         said on 8 May 2023 adds "7 May 2023 May 2023") and the month it was
         said in ("May 2023"). Not the embedder's: a static table's mean of
-        token rows was diluted by them (docs/search.md)."""
+        token rows was diluted by them (docs/search-history.md)."""
         if self.layer == "transcripts" and self.created_at is not None:
             day = self.created_at.date()
             return f"{self.body} ({' '.join([*resolved_dates(self.text, day), month_of(day)])})"

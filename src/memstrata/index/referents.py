@@ -17,7 +17,7 @@ __all__ = ["LIMIT", "STOPWORDS", "refers", "salient"]
 
 # The previous message's three longest content words: chosen by nested
 # leave-one-conversation-out on LoCoMo among 3 / 6 / 10 / all (every fold
-# chose 3; the first guess was 6). docs/search.md, "Issue 16, second round".
+# chose 3; the first guess was 6). docs/search-history.md, "Issue 16, second round".
 LIMIT = 3
 _STOP_TEXT = """
 a an the and or but if of to in on at by for with from as into about over after before is are

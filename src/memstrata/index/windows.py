@@ -33,7 +33,7 @@ with its whole window. An agent that syncs after every turn so embeds one
 window a message, not two (the window without its next and then with it);
 the last message of each LoCoMo session without its window left recall as it
 was (leave one conversation out: 0.7647 / 0.846 against 0.7643 / 0.846,
-session recall 0.9546 against 0.9565, docs/search.md).
+session recall 0.9546 against 0.9565, docs/search-history.md).
 """
 
 from __future__ import annotations
