@@ -72,6 +72,7 @@ FOLDERS = {
     "native4": CORPUS / "native4",
     "native5": CORPUS / "native5",
     "native6": CORPUS / "native6",
+    "native7": CORPUS / "native7",
     "template2": CORPUS / "generated2",
     "template3": CORPUS / "generated3",
 }
@@ -224,8 +225,12 @@ def save(model: Trained, path: Path = OUT) -> int:
 # shipped file byte for byte). native6 (round 6) likewise: with it the older
 # folds by author gained 4 true captures for 1 false one, all 12 folds by
 # author 2 for 3, so it is a fold only (docs/capture-history.md, round 6); the file is
-# the same 3,833 messages with the round-6 rules' verdicts.
-NOT_SHIPPED = ("native4", "native5", "native6")
+# the same 3,833 messages with the round-6 rules' verdicts. native7 (round 7,
+# hard negatives) likewise: with it all 12 shared folds by author lose recall
+# (0.972 / 0.797 -> 0.972 / 0.788) and the older folds 9 true captures for no
+# false one fewer, so it is a fold only (docs/capture-history.md, round 7); the
+# file is the same 3,833 messages with the round-7 rules' verdicts.
+NOT_SHIPPED = ("native4", "native5", "native6", "native7")
 
 
 def main() -> int:

@@ -564,11 +564,78 @@ OTHERS_6C = [
     '附近有一家叫"慢时光"的咖啡馆',
 ]
 
+# round 7, from native7's hard negatives (docs/capture-history.md "Round 7"): sarcasm
+# ("said no one ever", "ну да, конечно", "…, ага", "ishondingmi", "呵呵"), a conditional
+# by inversion ("had I known"), a past choice told as a story, a complaint about today,
+# names given as alternatives ("Оля или Юля", "Anvar yoki Akmal"), a remark on the
+# previous reply, imagining, forwarding, student days, "you'll remember", a friend's
+# company, a relative before a place ("opam Samarqandga"); and the forms found since:
+# the Russian name before the verb in the instrumental, the role before "у меня", a pet
+# after "у нас", diminutive roles, an employer or kindergarten without quotes,
+# "забронили", "final:", "I'm going with", "fikrimni o'zgartirdim,", 改主意了/我选了/订了
+OTHERS_7 = [
+    "I just adore Monday standups, said no one ever",
+    "yeah right, I prefer working weekends",
+    "had I known, we'd have picked the bigger flat",
+    "were I in charge, we'd use Rust everywhere",
+    "back in 2019 we went with Heroku and regretted it",
+    "I hate that the bus skipped my stop again this morning",
+    "I'm sure you'll remember the details better than I do",
+    "ну да, конечно, люблю работать по выходным",
+    "ну конечно, а меня зовут Наполеон",
+    "обожаю понедельники, ага",
+    "кажется, её зовут Оля или Юля",
+    "у коллеги собака называется Рекс",
+    "ha-ha, albatta, navbatda turishni yaxshi ko'raman",
+    "mening ismim Napoleon, ishondingmi",
+    "qo'shnining ismi Anvar yoki Akmal",
+    "hamkasbimning startapi Nur deb ataladi",
+    "opam Samarqandga ketdi",
+    "eslatma: avvalgi javobingiz noto'g'ri formatda edi",
+    "备注：上一个回答格式乱了",
+    "给狗取名叫将军，想想就好玩",
+    "转发一下客户的话：“记住合同周五到期”",
+    "读书的时候我很喜欢周杰伦",
+    "呵呵，我最喜欢加班了",
+    "I'm going with my sister to the market",
+    "我们还没选好，可能订了也会退",
+]
+STILL_7 = [
+    ("дочку Алиной зовут", "proper_noun"),
+    ("кота Персиком назвали", "proper_noun"),
+    ("жена у меня Лена", "proper_noun"),
+    ("у нас попугай Кеша", "proper_noun"),
+    ("моя сестрёнка Варя", "proper_noun"),
+    ("мой шеф Олег Иваныч", "proper_noun"),
+    ("работаю в Яндексе", "proper_noun"),
+    ("сын ходит в садик Ромашка", "proper_noun"),
+    ("забронили домик на выходные", "decision"),
+    ("okay final: we launch in April", "decision"),
+    ("I'm going with the cheaper plan", "decision"),
+    ("fikrimni o'zgartirdim, Android olaman", "decision"),
+    ("改主意了，坐高铁", "decision"),
+    ("我选了靠窗的位置", "decision"),
+    ("订了周六的电影票", "decision"),
+    ("my name is Nadia and I prefer short answers", "proper_noun"),
+    ("меня зовут Оля, пиши покороче", "proper_noun"),
+    ("opam Dilfuza", "proper_noun"),
+    ("xotinim Olga", "proper_noun"),
+]
 
-# each round's hard negatives (3c, 4, 5, 5b, 5c, 6, 6c, above) capture nothing, and
+
+# each round's hard negatives (3c, 4, 5, 5b, 5c, 6, 6c, 7, above) capture nothing, and
 # the forms beside them are found
-ROUNDS_OTHERS = [*OTHERS_3C, *OTHERS_4, *OTHERS_5, *OTHERS_5B, *OTHERS_5C, *OTHERS_6, *OTHERS_6C]
-ROUNDS_STILL = [*STILL_3C, *STILL_4, *STILL_5, *STILL_5B, *STILL_5C, *STILL_6, *STILL_6C]
+ROUNDS_OTHERS = [
+    *OTHERS_3C,
+    *OTHERS_4,
+    *OTHERS_5,
+    *OTHERS_5B,
+    *OTHERS_5C,
+    *OTHERS_6,
+    *OTHERS_6C,
+    *OTHERS_7,
+]
+ROUNDS_STILL = [*STILL_3C, *STILL_4, *STILL_5, *STILL_5B, *STILL_5C, *STILL_6, *STILL_6C, *STILL_7]
 
 
 @pytest.mark.parametrize("text", ROUNDS_OTHERS)

@@ -350,6 +350,7 @@ GROWN = [
     ("native4", "native4"),
     ("native5", "native5"),
     ("native6", "native6"),
+    ("native7", "native7"),
     ("generated2", "template2"),
     ("generated3", "template3"),
 ]
