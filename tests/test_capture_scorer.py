@@ -368,14 +368,17 @@ def test_the_grown_corpus_is_well_formed(folder: str, author: str) -> None:
         lines = (CORPUS / folder / f"{lang}.jsonl").read_text(encoding="utf-8").splitlines()
         messages = [json.loads(line) for line in lines]
         assert len(messages) >= 10
-        assert len({m["id"] for m in messages}) == len({m["text"] for m in messages}) == len(lines)
-        for message in messages:
-            assert message["lang"] == lang and message["author"] == author
-            assert set(message["labels"]) <= CATEGORIES
-            assert message["labels"] == sorted(set(message["labels"]))
-            assert message["why"] and message["text"] not in texts, message
+        ids, distinct = len({m["id"] for m in messages}), len({m["text"] for m in messages})
+        assert ids == distinct == len(lines), (folder, lang, ids, distinct, len(lines))
+        for message in messages:  # a failure names the message's id, never a text (held-out
+            where = f"{folder}/{message['id']}"  # sets are checked here and in ``texts``)
+            assert message["lang"] == lang and message["author"] == author, where
+            assert set(message["labels"]) <= CATEGORIES, where
+            assert message["labels"] == sorted(set(message["labels"])), where
+            fresh = bool(message["why"]) and message["text"] not in texts
+            assert fresh, f"{where}: no why, or another folder has its text"
             if folder == "negatives":
-                assert message["labels"] == []
+                assert message["labels"] == [], where
 
 
 def test_training_is_deterministic() -> None:
