@@ -9,19 +9,16 @@ messages the speed bar is measured on.
 
 from __future__ import annotations
 
-import json
 import re
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from capture_corpus import open_texts
 from memstrata.capture import heads, scorer
 from memstrata.capture import scan as scan_module
 from memstrata.capture.scan import load_rules, scan
-
-CORPUS = Path(__file__).parent / "data" / "capture"
 
 # The patterns as first written (one alternation each): the reference.
 SENTENCE_END = re.compile(r"[.!?…]+(?=\s)|[。！？；\n]+|[.!?…]+$")
@@ -30,15 +27,7 @@ ALPHABET = "ab Я好.!?…。！？；\n'\"“”«»「」_1 "
 
 
 def texts() -> list[str]:
-    """The corpus but the held-out ``unseen*`` sets (a failure prints its text)."""
-    out = []
-    for path in sorted(CORPUS.rglob("*.jsonl")):
-        if path.relative_to(CORPUS).parts[0].startswith("unseen"):
-            continue
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                out.append(str(json.loads(line)["text"]))
-    return out
+    return open_texts()
 
 
 def spans(pattern: re.Pattern[str], text: str) -> list[tuple[int, int]]:

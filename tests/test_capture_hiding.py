@@ -10,17 +10,14 @@ that rule's match there, with or without triggers and heads.
 
 from __future__ import annotations
 
-import json
 import tomllib
 from importlib import resources
-from pathlib import Path
 
 import pytest
 
+from capture_corpus import open_texts
 from memstrata.capture import scan as scan_module
 from memstrata.capture.scan import RuleSet, load_rules, scan
-
-CORPUS = Path(__file__).parent / "data" / "capture"
 
 # Rule "a" comes first in each category, so its alternative takes a position
 # before "b" (same place) or "c" (inside its match) is tried there.
@@ -175,15 +172,7 @@ RULES = _rules_by_language()
 
 
 def texts() -> list[str]:
-    """The corpus but the held-out ``unseen*`` sets (a failure prints its text)."""
-    out = []
-    for path in sorted(CORPUS.rglob("*.jsonl")):
-        if path.relative_to(CORPUS).parts[0].startswith("unseen"):
-            continue
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                out.append(str(json.loads(line)["text"]))
-    return out
+    return open_texts()
 
 
 @pytest.mark.parametrize("use_triggers", [True, False], ids=["heads", "plain"])
