@@ -24,6 +24,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -36,9 +37,10 @@ CORPUS = ROOT / "tests" / "data" / "capture"
 LOCOMO = ROOT.parent / "shared" / "data" / "locomo" / "locomo_dev.json"
 
 
-def corpus_texts() -> list[str]:
+def corpus_texts(folders: Iterable[str] = ("",)) -> list[str]:
+    """The corpus's messages, in file order: all of them, or those of ``folders``."""
     texts = []
-    for path in sorted(CORPUS.rglob("*.jsonl")):
+    for path in (p for folder in folders for p in sorted((CORPUS / folder).rglob("*.jsonl"))):
         for line in path.read_text(encoding="utf-8").splitlines():
             if line.strip():
                 texts.append(json.loads(line)["text"])

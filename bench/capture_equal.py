@@ -28,7 +28,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bench_capture import CORPUS, LOCOMO, corpus_texts, locomo_texts, to_200
+from bench_capture import LOCOMO, corpus_texts, locomo_texts, to_200
 from train_capture import TEST_ONLY
 
 WORKER = r"""
@@ -94,17 +94,6 @@ def run(src: Path, texts: list[str]) -> list[str]:
     return done.stdout.splitlines()
 
 
-def held_out_texts() -> set[str]:
-    """The messages of the held-out sets (never shown)."""
-    out = set()
-    for folder in TEST_ONLY:
-        for path in sorted((CORPUS / folder).rglob("*.jsonl")):
-            for line in path.read_text(encoding="utf-8").splitlines():
-                if line.strip():
-                    out.add(str(json.loads(line)["text"]))
-    return out
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--src", nargs=2, required=True, type=Path)
@@ -114,7 +103,7 @@ def main() -> None:
     args = parser.parse_args()
     corpus = corpus_texts()
     locomo = locomo_texts(LOCOMO)
-    held_out = held_out_texts()
+    held_out = set(corpus_texts(TEST_ONLY))  # never shown
     open_texts = [text for text in corpus if text not in held_out] + locomo
     words = sorted({word for text in open_texts for word in text.split()})
     texts = corpus + locomo + to_200(corpus + locomo, 2000)

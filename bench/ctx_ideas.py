@@ -60,6 +60,7 @@ from memstrata.embed.onnx import MiniLMEmbedder
 from memstrata.index import hybrid as hybrid_module
 from memstrata.index import lexical as lexical_module
 from memstrata.index import relevance as relevance_module
+from memstrata.index.answers import gathers
 from memstrata.index.hybrid import Weights
 from memstrata.index.referents import refers, salient
 from memstrata.index.text import STOPWORDS, index_text
@@ -387,7 +388,7 @@ GATHERS_MORE = re.compile(
 def weights_for(question: str) -> Weights:
     vec, w = STATE["vec"], STATE["weight"]
     if vec == "gather_more":  # the gathering diversity for the forms beyond the shipped ones
-        more = w and GATHERS_MORE.search(question) and not AGGREGATE.search(question)
+        more = w and GATHERS_MORE.search(question) and not gathers(question)  # (shipped)
         return replace(OFF, diversity=w) if more else OFF
     if w and vec in SHIFTS:  # a fusion weight moved by w (0: as shipped)
         field, sign = SHIFTS[vec]

@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import memstrata.capture.scan as scan_module
+from capture_corpus import open_texts
 from memstrata.capture import scorer
 from memstrata.capture.scan import scan
 
@@ -164,12 +165,9 @@ HIT_SETS = [set(), {"preference"}, {"decision", "specific_value"}, {"remember", 
 
 
 def corpus_texts() -> list[str]:
-    """Every corpus text, and a few edge cases (empty, long, mixed scripts)."""
-    texts = [
-        json.loads(line)["text"]
-        for path in sorted(CORPUS.rglob("*.jsonl"))
-        for line in path.read_text(encoding="utf-8").splitlines()
-    ]
+    """The corpus's texts but the held-out sets' (``capture_corpus``), and a
+    few edge cases (empty, long, mixed scripts)."""
+    texts = open_texts()
     edges = ["", "?", "a " * 5000, "x" * 9000, "İstanbul 12 ３ ok-ok:;", "我喜欢茶。不要咖啡"]
     return texts + edges
 

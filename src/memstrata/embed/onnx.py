@@ -401,18 +401,18 @@ class MiniLMEmbedder:
         # One text a run: its matrices are too small to split over threads
         # (their wake-up costs more than they share), so each run has one and
         # several texts run side by side (``_runs``); a batch splits its own.
-        intra = 1 if batch_size == 1 else self.threads
+        self._intra = 1 if batch_size == 1 else self.threads
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
         self.model_path = model if model is not None else default_model_path()
         self.tokenizer_path = tokenizer
         self._tokenizer, tokenizer_sha, self._pad_id = _load_tokenizer(tokenizer, max_length)
         if model is None:
-            self._session = _open_session(_verified_model(self.model_path), intra)
+            self._session = _open_session(_verified_model(self.model_path), self._intra)
             model_name = DEFAULT_MODEL_NAME
         else:
             model_sha = _sha256_of_file(model, "embedding model")
-            self._session = _open_session(model, intra)
+            self._session = _open_session(model, self._intra)
             model_name = f"onnx:{model.stem}:{model_sha[:12]}"
         self.name = _vector_name(model_name, tokenizer_sha if tokenizer else None, max_length)
         self._inputs = _model_inputs(self._session)
@@ -454,7 +454,7 @@ class MiniLMEmbedder:
         when each run has one intra-op thread and there are several (onnxruntime
         runs a session from several threads at once; a text's vector is the
         same whichever thread computes it)."""
-        if self.batch_size != 1 or self.threads == 1 or len(batches) < 2:
+        if self._intra != 1 or self.threads == 1 or len(batches) < 2:
             return map(self._run, batches)
         with self._pool_lock:
             if self._pool is None:

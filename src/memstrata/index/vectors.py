@@ -201,7 +201,7 @@ class Vectors:
             used = self._used
             mask = ~np.isin(self._layers[:used], list(codes))
             rows = np.flatnonzero(mask)
-            outside = _Outside(mask, rows, used - len(rows)) if len(rows) else None
+            outside = _Outside(mask, rows) if len(rows) else None
             known = self._masks[codes] = (self._changes, outside)
         return known[1]
 
@@ -216,9 +216,10 @@ class Vectors:
             return []
         outside = self._outside(layers) if layers is not None else None  # (and blank rows)
         if outside is not None:
-            if not outside.inside:
+            inside = used - len(outside.rows)  # (the mask is as long as the rows in use)
+            if not inside:
                 return []
-            limit = min(limit, outside.inside)
+            limit = min(limit, inside)
         limit = min(limit, used)
         wide = min(limit * OVERSAMPLE, used)
         if self._reduced is not None and self._basis is not None and wide < used:
@@ -242,12 +243,12 @@ class Vectors:
 
 @dataclass(frozen=True, slots=True)
 class _Outside:
-    """The rows outside a search's layers: as a mask over the rows in use, as
-    their places, and how many rows are inside."""
+    """The rows outside a search's layers, as a mask over the rows in use (to
+    test the rows a scan picked) and as their places (to blank a whole scan's
+    scores: usually a few rows, where a mask would touch every one)."""
 
     mask: np.ndarray
     rows: np.ndarray
-    inside: int
 
 
 def _grown(matrix: np.ndarray, used: int, rows: int) -> np.ndarray:
