@@ -16,6 +16,7 @@ at full size (50 kills, 8 x 500 writers).
 
 from __future__ import annotations
 
+import json
 import random
 from typing import Any
 
@@ -108,3 +109,29 @@ def test_a_turn_whose_connection_dies_after_its_line_is_not_acknowledged(
     with Memory.open(postgres_url, group=tenant, embedder="none") as again:
         turns = again.sessions.turns("s")
     assert [(turn.seq, turn.text_of("user")) for turn in turns] == [(1, "one"), (2, "three")]
+
+
+@pytest.mark.parametrize("done", [False, True])
+def test_the_judge_allows_a_first_core_write_killed_before_or_after_it_landed(
+    tmp_path: Any, done: bool
+) -> None:
+    """A core write begun, never acknowledged, on a tenant with none before:
+    the file holds init's template or the new text, and neither is a loss
+    (CI's campaign once counted the template as one). Anything else is."""
+    from attacks.common import Attack
+    from attacks.pg_writes import CORE, Expected, check
+
+    text = "# User\n\nstate kill 1-7\n"
+    with Memory.open(tmp_path / "w", embedder="none") as memory:
+        if done:
+            memory.core.write(CORE, text)
+        expected = Expected()
+        expected.take(["B " + json.dumps({"core": text})])
+        attack = Attack("judge", seed=0)
+        with attack.attempt("killed in a core write", 0) as attempt:
+            check(memory, expected, attempt)
+        assert not attack.failed, failures(attack)
+        memory.core.write(CORE, "# User\n\nsomething nobody wrote\n")
+        with attack.attempt("a text nobody wrote", 0) as attempt:
+            check(memory, expected, attempt)
+        assert attack.lost == 1

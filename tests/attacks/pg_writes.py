@@ -39,7 +39,9 @@ from typing import Any
 
 from memstrata import Memory
 from memstrata.errors import MemstrataError, NotFound
+from memstrata.storage.workspace import template_bytes
 from memstrata.stores import markdown
+from memstrata.stores.core import rel as core_rel
 from memstrata.stores.longterm import Snapshot
 from memstrata.stores.transcripts import archive_rel, read_turns_at, transcript_rel
 
@@ -292,7 +294,7 @@ class Expected:
     turns: dict[str, int] = field(default_factory=dict)  # user text -> seq
     notes: dict[str, str] = field(default_factory=dict)  # name -> body
     semantic: set[str] = field(default_factory=set)
-    core: str | None = None  # None: nothing acknowledged yet
+    core: str | None = None  # None: nothing acknowledged yet (init's template)
     docs: dict[str, str | None] = field(default_factory=dict)
     unsure_ids: set[str] = field(default_factory=set)
     unsure_core: list[str] = field(default_factory=list)  # what a pending write would leave
@@ -458,9 +460,12 @@ def _check_files(memory: Memory, expected: Expected, attempt: Try) -> None:
     """The core file and the documents hold what was acknowledged last (or
     what a pending call would have left)."""
     core = memory.core.read(CORE)
-    allowed = {expected.core, *expected.unsure_core} - {None}
-    if allowed and core not in allowed:
-        attempt.lose(1, f"core/{CORE} holds {core!r:.80} instead of {expected.core!r:.80}")
+    before = expected.core
+    if before is None:  # nothing acknowledged yet: the file holds what init wrote
+        before = (template_bytes(core_rel(CORE)) or b"").decode()
+    allowed = {before, *expected.unsure_core}
+    if core not in allowed:
+        attempt.lose(1, f"core/{CORE} holds {core!r:.80} instead of {before!r:.80}")
     if expected.unsure_core:
         expected.core = core
         expected.unsure_core.clear()
