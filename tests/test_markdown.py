@@ -5,6 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 
 from memstrata import Item, Source
+from memstrata.index.chunks import memory_md_lines
 from memstrata.stores import markdown
 from memstrata.stores.longterm import items_from_markdown
 from strategies import EPOCH, item_lists
@@ -79,3 +80,12 @@ def test_invalid_utf8_lines_are_reported_with_their_id_not_dropped() -> None:
     assert parsed.bad[0].raw == b"- bad \xff\xfe bytes ^mbbbbbbbb"
     assert parsed.bad[0].item_id == "mbbbbbbbb"
     assert parsed.bad[0].line_no == 3
+
+
+@settings(max_examples=200)
+@given(item_lists)
+def test_render_lines_are_the_lines_a_scan_of_the_text_finds(generated: list[Item]) -> None:
+    text, lines = markdown.render_lines(generated)
+    assert text == markdown.render(generated)
+    assert lines == memory_md_lines(text)
+    assert set(lines) == {item.id for item in generated}

@@ -115,6 +115,36 @@ def test_a_fact_written_in_this_process_is_cited_at_its_line(ws: Path) -> None:
             assert query.split()[0] in lines[hit.line_start - 1]
 
 
+def test_citations_after_a_checkpoint_take_its_lines_without_reading_the_file(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The checkpoint knows each fact's line as it renders: the next search
+    does not scan a 100k-fact MEMORY.md again (83-160 ms). A file changed
+    since (a person's edit) is read again."""
+    import memstrata.memory.citations as citations
+
+    scan = citations.memory_md_lines
+    with Memory.open(ws, embedder="none") as memory:
+        for n in range(5):
+            memory.remember(f"Fact number {n} about the okapi")
+        memory.flush()
+        memory.remember("The okapi enclosure opens at nine")  # rendered for its citation
+
+        def refused(text: str) -> dict[str, int]:
+            raise AssertionError("MEMORY.md scanned again")
+
+        monkeypatch.setattr(citations, "memory_md_lines", refused)
+        hit = memory.search("okapi enclosure nine", k=1)[0]
+        lines = (ws / "MEMORY.md").read_text(encoding="utf-8").split("\n")
+        assert "enclosure" in lines[hit.line_start - 1]
+        monkeypatch.setattr(citations, "memory_md_lines", scan)
+        path = ws / "MEMORY.md"
+        path.write_text(path.read_text(encoding="utf-8").replace("## ", "\n## "), "utf-8")
+        hit = memory.search("okapi enclosure nine", k=1)[0]
+        lines = path.read_text(encoding="utf-8").split("\n")
+        assert "enclosure" in lines[hit.line_start - 1]
+
+
 TOPICS = [
     "Dilnoza leads the payments team",
     "The quarterly report is due on Friday",

@@ -147,6 +147,9 @@ class Engine:
             )
         self.journal: Log = journal
         self.memory_md = MemoryFile(self.volume)
+        # Each item's line in the MEMORY.md the last checkpoint wrote, with the
+        # fingerprint of that file: citations read them instead of the file.
+        self.rendered_lines: tuple[Fingerprint, dict[str, int]] | None = None
         self.hand_edits = HandEdits(self)  # saves of MEMORY.md taken in as proposals
         self._header_seen: dict[str, Any] | None = None  # journal header already taken in
         self.notice_log: list[str] = []
@@ -475,7 +478,7 @@ class Engine:
             if self.hand_edits.take_in(wait=False) is None:
                 return self._defer_checkpoint()
             with self.state:
-                rendered = self.store.render()
+                rendered, lines = self.store.render_lines()
             replaced = self.memory_md.replace(rendered)
             if replaced.rescued is not None:
                 self.notice(
@@ -484,6 +487,8 @@ class Engine:
                 self.hand_edits.propose(replaced.rescued, None)
                 continue  # render again with the rescued save in
             if replaced.done:
+                known = self.memory_md.known
+                self.rendered_lines = (known, lines) if known is not None else None
                 break
         else:
             return self._defer_checkpoint()

@@ -514,6 +514,11 @@ class LongTermStore:
     def render(self) -> bytes:
         return markdown.render(self.items.values()).encode()
 
+    def render_lines(self) -> tuple[bytes, dict[str, int]]:
+        """``render`` and each item's line in it (``markdown.render_lines``)."""
+        text, lines = markdown.render_lines(self.items.values())
+        return text.encode(), lines
+
 
 def items_from_markdown(parsed: markdown.ParsedMemory, *, at: datetime) -> dict[str, Item]:
     """Rebuild items from MEMORY.md alone (no snapshot); undecodable lines are the

@@ -39,7 +39,7 @@ from ..model import (
     plain_line,
 )
 
-__all__ = ["BadLine", "MemoryLine", "ParsedMemory", "parse", "render"]
+__all__ = ["BadLine", "MemoryLine", "ParsedMemory", "parse", "render", "render_lines"]
 
 TITLE = "# MEMORY.md -- Long-Term Memory"
 TITLE_MARK = "# MEMORY.md"  # what a file must still start a line with to be a MEMORY.md
@@ -90,6 +90,13 @@ def _order(items: Iterable[Item]) -> list[Item]:
 
 def render(items: Iterable[Item]) -> str:
     """The MEMORY.md text for ``items`` (deterministic for a given set)."""
+    return render_lines(items)[0]
+
+
+def render_lines(items: Iterable[Item]) -> tuple[str, dict[str, int]]:
+    """``render``'s text and each item's 1-based line in it (where its ``^id``
+    mark is: the line ``index.chunks.memory_md_lines`` finds), so that a search
+    right after a checkpoint need not scan the file it just wrote."""
     live: dict[str, list[Item]] = {}
     archived: list[Item] = []
     for item in items:
@@ -100,18 +107,39 @@ def render(items: Iterable[Item]) -> str:
     known = [key for key in CATEGORY_TITLES if key in live]
     custom = sorted(key for key in live if key not in CATEGORY_TITLES)
     out = [TITLE, "", GUIDE, ""]
+    number = sum(part.count("\n") for part in out) + len(out) + 1  # the next line's
+    lines: dict[str, int] = {}
+
+    def section(title: str, entries: list[str], ordered: list[Item]) -> None:
+        nonlocal number
+        out.append(title)
+        number += 1 + title.count("\n")
+        block = "\n".join(entries)
+        if block.count("\n") == len(entries) - 1:  # one line each (in C: 100k facts)
+            ids = [item.id for item in ordered]
+            lines.update(zip(ids, range(number, number + len(ids)), strict=True))
+            number += len(entries)
+        else:
+            for entry, item in zip(entries, ordered, strict=True):
+                number += entry.count("\n")  # the mark is on the entry's last line
+                lines[item.id] = number
+                number += 1
+        out.append(block)
+        out.append("")
+        number += 1
+
     for key in known + custom:
-        out.append(f"## {category_title(key)}")
-        out.extend(f"- {item.text} ^{item.id}" for item in _order(live[key]))
-        out.append("")
-    if archived:
-        out.append(f"## {ARCHIVE_TITLE}")
-        out.extend(
-            f"- {_STRIKE}{item.text}{_STRIKE}{_archive_note(item)} ^{item.id}"
-            for item in _order(archived)
+        ordered = _order(live[key])
+        section(
+            f"## {category_title(key)}", [f"- {item.text} ^{item.id}" for item in ordered], ordered
         )
-        out.append("")
-    return "\n".join(out)
+    if archived:
+        ordered = _order(archived)
+        entries = [
+            f"- {_STRIKE}{item.text}{_STRIKE}{_archive_note(item)} ^{item.id}" for item in ordered
+        ]
+        section(f"## {ARCHIVE_TITLE}", entries, ordered)
+    return "\n".join(out), lines
 
 
 def parse(data: bytes) -> ParsedMemory:
