@@ -279,6 +279,36 @@ def build_windows(memory: Memory, kind: str) -> dict[str, Any]:
     }
 
 
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
+
+
+def build_sentences(memory: Memory) -> dict[str, Any]:
+    """``sent``: each turn's stored (shipped) vector, and its sentences' own
+    vectors (a turn of one sentence: none), for the best sentence's cosine."""
+    state = memory._search._searcher()  # noqa: SLF001 - bench only
+    index = state.index
+    cids, stored, owner, texts = [], [], [], []
+    for cid, chunk in index.chunks.items():
+        if chunk.layer != "transcripts" or not chunk.live or cid not in index.vectors:
+            continue
+        row = len(cids)
+        cids.append(cid)
+        stored.append(np.frombuffer(index.vectors[cid], dtype=np.float32))
+        parts = [p for p in _SENTENCE_END.split(chunk.body.strip()) if len(p.split()) >= 3]
+        if len(parts) > 1:
+            owner += [row] * len(parts)
+            texts += parts
+    start = time.perf_counter()
+    sentences = np.asarray(state.embedder.embed(texts), dtype=np.float32)
+    return {
+        "cids": cids,
+        "stored": np.vstack(stored),
+        "owner": np.asarray(owner, dtype=np.int64),
+        "sentences": sentences,
+        "seconds": time.perf_counter() - start,
+    }
+
+
 def patched_nearest(index, vectors, query, wide, accept, layers=None):  # type: ignore[no-untyped-def]
     windows = STATE["windows"]
     w = STATE["weight"]
@@ -291,6 +321,22 @@ def patched_nearest(index, vectors, query, wide, accept, layers=None):  # type: 
             moved = np.asarray(query, dtype=np.float32) + w * np.mean(near, axis=0)
             query = moved / np.linalg.norm(moved)
         return _ORIGINAL_NEAREST(index, vectors, query, wide, accept, layers)
+    if vec == "sent" and w and windows is not None:
+        q = np.asarray(query, dtype=np.float32)
+        base = windows["stored"] @ q
+        best = base.copy()
+        if len(windows["owner"]):
+            np.maximum.at(best, windows["owner"], windows["sentences"] @ q)
+        score = (1 - w) * base + w * best
+        order = np.argsort(-score)
+        out = []
+        for i in order:
+            if score[i] <= 0 or len(out) >= wide:
+                break
+            cid = windows["cids"][i]
+            if accept(index.chunks[cid]):
+                out.append((cid, float(score[i])))
+        return out
     if windows is None or not w or not vec.startswith("ctx"):
         return _ORIGINAL_NEAREST(index, vectors, query, wide, accept, layers)
     q = np.asarray(query, dtype=np.float32)
@@ -326,6 +372,7 @@ hybrid_module._nearest = patched_nearest  # type: ignore[assignment]
 
 GRIDS = {
     "none": (0.0,),
+    "sent": (0.0, 0.2, 0.35, 0.5, 0.75),  # the best sentence's cosine mixed in
     "ctxown": (0.0, 1.0),
     "ctxone_prev": (0.0, 0.3, 0.45, 0.6, 0.75, 0.9, 1.0),
     "ctxone_both": (0.0, 0.3, 0.45, 0.6, 0.75, 0.9, 1.0),
@@ -434,6 +481,9 @@ def observe(
                 windows = None
                 if variant.startswith("ctx"):
                     windows = build_windows(memory, variant.partition("_")[2])
+                    cost[f"windows_s:{variant}"] = windows["seconds"]
+                elif variant == "sent":
+                    windows = build_sentences(memory)
                     cost[f"windows_s:{variant}"] = windows["seconds"]
                 for weight in GRIDS[variant]:
                     if weight == 0.0 and ("none", 0.0) in out:
