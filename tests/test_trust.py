@@ -145,6 +145,64 @@ def test_citations_after_a_checkpoint_take_its_lines_without_reading_the_file(
         assert "enclosure" in lines[hit.line_start - 1]
 
 
+def test_citing_a_fresh_fact_renders_memory_md_without_a_checkpoint(ws: Path) -> None:
+    """The journal keeps its records (no snapshot, no reset); a second process
+    opening the workspace reads the rendered file as no edit."""
+    with Memory.open(ws, embedder="none") as memory:
+        memory.remember("The staging database listens on port 5433")
+        memory.flush()
+        memory.remember("The okapi enclosure opens at nine")
+        assert memory.search("okapi enclosure", k=1)[0].line_start > 0
+        assert memory.status().journal_records == 1  # rendered, not checkpointed
+        with Memory.open(ws, embedder="none") as other:
+            assert not other.notices, other.notices
+            other.flush()
+            assert not other.notices, other.notices
+            assert sorted(item.text for item in other.list())[0].startswith("The okapi")
+
+
+# argv: workspace. Writes, cites a fresh fact, forgets it, writes again, dies.
+FRESH_CHILD = r"""
+import os, signal, sys
+from memstrata import Memory
+
+memory = Memory.open(sys.argv[1], embedder="none")
+memory.remember("The staging database listens on port 5433")
+memory.flush()
+fresh = memory.remember("The okapi enclosure opens at nine")
+assert memory.search("okapi enclosure", k=1)[0].line_start > 0  # MEMORY.md rendered for it
+memory.forget(fresh.id)
+memory.remember("The llama enclosure opens at ten")
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+@pytest.mark.slow  # a writer killed with SIGKILL
+def test_a_writer_killed_after_a_fresh_citation_loses_nothing_and_undoes_no_forget(
+    ws: Path,
+) -> None:
+    """MEMORY.md holds the forgotten fact, the snapshot does not know the file:
+    the rendering kept beside it makes the next open read it as no edit."""
+    import signal
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", FRESH_CHILD, str(ws)], capture_output=True)
+    assert done.returncode == -signal.SIGKILL, done.stderr.decode()
+    assert "okapi" in (ws / "MEMORY.md").read_text(encoding="utf-8")
+    with Memory.open(ws, embedder="none") as memory:
+        assert not memory.notices, memory.notices
+        texts = sorted(item.text for item in memory.list())
+        assert texts == [
+            "The llama enclosure opens at ten",
+            "The staging database listens on port 5433",
+        ]
+        assert [entry.item.text for entry in memory.forgotten()] == [
+            "The okapi enclosure opens at nine"
+        ]
+    assert "okapi" not in (ws / "MEMORY.md").read_text(encoding="utf-8")
+
+
 TOPICS = [
     "Dilnoza leads the payments team",
     "The quarterly report is due on Friday",

@@ -57,6 +57,7 @@ __all__ = [
     "check_document",
     "clean_session",
     "clean_text",
+    "clean_user",
     "decoded_text",
     "dedupe_key",
     "new_item_id",
@@ -212,6 +213,14 @@ def clean_session(session: str | None) -> str | None:
     if len(value) > 200:
         raise InvalidInput("session id is longer than 200 characters")
     return value
+
+
+def clean_user(user: str | None) -> str | None:
+    """A user id as stored (the same rules as a session id)."""
+    try:
+        return clean_session(user)
+    except InvalidInput as exc:
+        raise InvalidInput(str(exc).replace("session", "user")) from None
 
 
 def normalize_category(category: str | None) -> str:

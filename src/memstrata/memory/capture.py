@@ -31,6 +31,7 @@ from ..model import (
     aware,
     clean_session,
     clean_text,
+    clean_user,
     decoded_text,
     dedupe_key,
     now,
@@ -48,7 +49,7 @@ from ..stores.lessons import (
 )
 from ..stores.protocol import retired_keys
 from ..stores.session_state import StateEntry, append_entries, parse_state
-from .engine import Engine, clean_user
+from .engine import Engine
 
 if TYPE_CHECKING:
     from ..capture.scan import Entry

@@ -3,9 +3,9 @@
 changed, and looked at once a search, not once a hit; the lines of the file
 the engine's last checkpoint wrote come with it (``Engine.rendered_lines``),
 not from reading it again. A fact written since
-the last checkpoint is on no line yet: MEMORY.md is then rendered (``flush``,
-once for all such facts) so that it is cited at the line it has, not
-``[0, 0]``."""
+the last checkpoint is on no line yet: MEMORY.md is then rendered
+(``HandEdits.render_now``, once for all such facts, without the rest of a
+checkpoint) so that it is cited at the line it has, not ``[0, 0]``."""
 
 from __future__ import annotations
 
@@ -71,8 +71,7 @@ def _render(engine: Engine, ref: str) -> bool:
     if engine.read_only or ref not in engine.store.items:
         return False
     try:
-        engine.flush()
+        return engine.hand_edits.render_now()
     except MemstrataError as exc:  # a full disk, a lock: the citation stays [0, 0]
         log.debug("MEMORY.md not rendered for a citation: %s", exc)
         return False
-    return True

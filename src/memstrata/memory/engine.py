@@ -48,10 +48,9 @@ from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from ..capture.secrets import redact
 from ..config import Settings
 from ..errors import InvalidInput, MemstrataError, NotFound
-from ..model import Item, Source, WriteEvent, clean_session, clean_text, now
+from ..model import Item, Source, WriteEvent, now
 from ..storage.files import storage_errors, sweep_temp_files
 from ..storage.journal import Journal, Log, Record
 from ..storage.lock import Lock, ReadOnlyLock, WorkspaceLock
@@ -85,7 +84,7 @@ from .hand_edits import HandEdits
 if TYPE_CHECKING:
     from ..capture.scan import RuleSet  # the rules load at the first capture
 
-__all__ = ["Engine", "clean_user", "safe_text"]
+__all__ = ["Engine"]
 
 log = logging.getLogger("memstrata")
 
@@ -481,10 +480,7 @@ class Engine:
                 rendered, lines = self.store.render_lines()
             replaced = self.memory_md.replace(rendered)
             if replaced.rescued is not None:
-                self.notice(
-                    "an editor saved MEMORY.md while it was rewritten: the save is taken in"
-                )
-                self.hand_edits.propose(replaced.rescued, None)
+                self.hand_edits.take_rescued(replaced.rescued)
                 continue  # render again with the rescued save in
             if replaced.done:
                 known = self.memory_md.known
@@ -574,19 +570,6 @@ class Engine:
         held); the event for the write hooks."""
         where = notes.append_exchange(self.workspace.volume, block, at)
         return WriteEvent("note", "put", block, Source.USER, where, session)
-
-
-def clean_user(user: str | None) -> str | None:
-    """A user id as stored (the same rules as a session id)."""
-    try:
-        return clean_session(user)
-    except InvalidInput as exc:
-        raise InvalidInput(str(exc).replace("session", "user")) from None
-
-
-def safe_text(text: str) -> str:
-    """One storable line with every recognised secret replaced (secrets never reach disk)."""
-    return redact(clean_text(text)).text
 
 
 @atexit.register

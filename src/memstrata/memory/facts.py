@@ -16,6 +16,7 @@ from __future__ import annotations
 import builtins
 from datetime import datetime
 
+from ..capture.secrets import redact
 from ..errors import Conflict, InvalidInput, NotFound
 from ..model import (
     CompactResult,
@@ -24,6 +25,8 @@ from ..model import (
     WriteEvent,
     aware,
     clean_session,
+    clean_text,
+    clean_user,
     normalize_category,
     now,
     parse_source,
@@ -31,11 +34,16 @@ from ..model import (
 from ..storage.files import storage_errors
 from ..storage.quarantine import QUARANTINE, list_quarantine
 from ..stores.longterm import Forgotten
-from .engine import Engine, clean_user, safe_text
+from .engine import Engine
 
 __all__ = ["Facts"]
 
 ItemList = builtins.list[Item]
+
+
+def safe_text(text: str) -> str:
+    """One storable line with every recognised secret replaced (secrets never reach disk)."""
+    return redact(clean_text(text)).text
 
 
 class Facts:

@@ -9,7 +9,14 @@
   for the next checkpoint (``take_in`` returns None).
 * **What a person types is redacted** before it is journaled, and a line over
   the fact length limit is set aside in the quarantine.
-* Every method runs with the workspace lock held.
+* **MEMORY.md rendered between checkpoints** (``render_now``, for a search
+  that cites a fact written since the last one) never reads as an edit: its
+  rendering is kept, durably, before the file is replaced, and a save whose
+  merge base is itself changes nothing. Without it a fact forgotten after
+  the rendering would come back at the next open (a test kills a writer
+  there).
+* Every method but ``render_now`` (which takes it) runs with the workspace
+  lock held.
 """
 
 from __future__ import annotations
@@ -101,6 +108,38 @@ class HandEdits:
         # The base of the person's next save; kept without what it must not keep.
         self.engine.memory_md.history.add(redact(data.decode("utf-8", "replace")).text.encode())
         return plan
+
+    def render_now(self) -> bool:
+        """Render MEMORY.md now without the rest of a checkpoint (the snapshot,
+        the audit logs, the journal's reset): what a search that cites a fact
+        written since the last checkpoint needs, for a third of the fsyncs.
+
+        The rendering is kept in the history of renderings, durably, before
+        the file is replaced: a MEMORY.md that is one of them reads as no edit
+        at the next open or checkpoint (the merge base is the file itself),
+        whatever the snapshot's fingerprint says. False when it was not done
+        (a save in progress; the next checkpoint takes it in).
+        """
+        engine = self.engine
+        with engine.transaction("render MEMORY.md", catch_up=True):
+            if self.take_in(wait=False) is None:
+                return False
+            with engine.state:
+                rendered, lines = engine.store.render_lines()
+            engine.memory_md.history.add(rendered, durable=True)
+            replaced = engine.memory_md.replace(rendered)
+            if replaced.rescued is not None:
+                self.take_rescued(replaced.rescued)
+            if not replaced.done or replaced.rescued is not None:
+                return engine.checkpoint()  # a save came in: the checkpoint's loop takes it
+            known = engine.memory_md.known
+            engine.rendered_lines = (known, lines) if known is not None else None
+            return True
+
+    def take_rescued(self, rescued: bytes) -> None:
+        """Take in a save an editor made while MEMORY.md was replaced."""
+        self.engine.notice("an editor saved MEMORY.md while it was rewritten: the save is taken in")
+        self.propose(rescued, None)
 
     def too_long(self, line: markdown.MemoryLine) -> bool:
         """Set a MEMORY.md line over the fact length limit aside (True if it was)."""

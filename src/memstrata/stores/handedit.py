@@ -92,12 +92,12 @@ class RenderHistory:
         self.volume = volume
         self.prefix = prefix  # ".memstrata/rendered/"
 
-    def add(self, data: bytes) -> None:
-        """Keep ``data`` (not fsynced: losing it only weakens a later merge);
-        one kept already becomes the newest again."""
+    def add(self, data: bytes, *, durable: bool = False) -> None:
+        """Keep ``data`` (by default not fsynced: after a checkpoint, losing it
+        only weakens a later merge); one kept already becomes the newest again."""
         rel = self.prefix + hashlib.sha256(data).hexdigest() + _SUFFIX
         try:
-            self.volume.write(rel, data, durable=False)
+            self.volume.write(rel, data, durable=durable)
             for old in self._entries()[HISTORY_KEEP:]:
                 self.volume.delete(old)
         except (OSError, MemstrataError):

@@ -511,9 +511,6 @@ class LongTermStore:
             if candidate not in self.forgotten:
                 return candidate
 
-    def render(self) -> bytes:
-        return markdown.render(self.items.values()).encode()
-
     def render_lines(self) -> tuple[bytes, dict[str, int]]:
         """``render`` and each item's line in it (``markdown.render_lines``)."""
         text, lines = markdown.render_lines(self.items.values())
