@@ -11,7 +11,7 @@
   the fact length limit is set aside in the quarantine.
 * **MEMORY.md rendered between checkpoints** (``render_now``, for a search
   that cites a fact written since the last one) never reads as an edit: its
-  rendering is kept, durably, before the file is replaced, and a save whose
+  rendering is kept, durably, before anything else changes, and a save whose
   merge base is itself changes nothing. Without it a fact forgotten after
   the rendering would come back at the next open (a test kills a writer
   there).
@@ -115,7 +115,7 @@ class HandEdits:
         written since the last checkpoint needs, for a third of the fsyncs.
 
         The rendering is kept in the history of renderings, durably, before
-        the file is replaced: a MEMORY.md that is one of them reads as no edit
+        anything else changes: a MEMORY.md that is one of them reads as no edit
         at the next open or checkpoint (the merge base is the file itself),
         whatever the snapshot's fingerprint says. False when it was not done
         (a save in progress; the next checkpoint takes it in).
@@ -126,12 +126,14 @@ class HandEdits:
                 return False
             with engine.state:
                 rendered, lines = engine.store.render_lines()
-            engine.memory_md.history.add(rendered, durable=True)
             replaced = engine.memory_md.replace(rendered)
             if replaced.rescued is not None:
                 self.take_rescued(replaced.rescued)
             if not replaced.done or replaced.rescued is not None:
                 return engine.checkpoint()  # a save came in: the checkpoint's loop takes it
+            # kept again, durably (``replace`` kept it without an fsync): before
+            # any later change, so a power cut cannot leave a file no base knows
+            engine.memory_md.history.add(rendered, durable=True)
             known = engine.memory_md.known
             engine.rendered_lines = (known, lines) if known is not None else None
             return True
