@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from memstrata import Memory, Source
+from memstrata.storage.volume import Swapped
 
 
 def _edit(ws: Path, old: str, new: str) -> None:
@@ -124,3 +128,39 @@ def test_a_duplicate_line_added_by_hand_is_not_stored_twice(ws: Path) -> None:
     _edit(ws, "## Preferences\n", "## Preferences\n- i like GREEN tea.\n")
     with Memory.open(ws) as memory:
         assert len(memory.list()) == 3
+
+
+def test_an_edit_is_taken_in_before_a_fresh_fact_is_rendered_for_its_citation(ws: Path) -> None:
+    ids = _seed(ws)
+    with Memory.open(ws, embedder="none") as memory:
+        fresh = memory.remember("The okapi enclosure opens at nine")
+        _edit(ws, "I like green tea", "I like jasmine tea")
+        hit = memory.search("okapi enclosure", k=1)[0]  # renders MEMORY.md for the citation
+        assert hit.line_start > 0 and memory.get(ids["tea"]).text == "I like jasmine tea"
+        assert memory.status().journal_records > 0  # a render, not a checkpoint
+    text = (ws / "MEMORY.md").read_text()
+    assert "I like jasmine tea" in text and f"{fresh.text} ^{fresh.id}" in text
+
+
+def test_a_save_that_lands_while_a_fresh_fact_is_rendered_is_taken_in(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An editor renames its save in between the check and the swap: the swap
+    hands it back (``rescued``) and the render takes it in, not over it."""
+    _seed(ws)
+    with Memory.open(ws, embedder="none") as memory:
+        memory.remember("The okapi enclosure opens at nine")
+        volume = memory.workspace.volume
+        swap = volume.swap
+        saved = (ws / "MEMORY.md").read_text().replace("## Names\n", "## Names\n- My cat is Tom\n")
+
+        def editor_in_between(rel: str, data: bytes, expect: Any) -> Swapped:
+            done = swap(rel, data, expect)
+            monkeypatch.setattr(volume, "swap", swap)  # once
+            return Swapped(done.done, saved.encode(), done.stat)
+
+        monkeypatch.setattr(volume, "swap", editor_in_between)
+        assert memory.search("okapi enclosure", k=1)[0].line_start > 0
+        assert "My cat is Tom" in {item.text for item in memory.list()}
+        assert any("while it was rewritten" in notice for notice in memory.notices)
+    assert "My cat is Tom ^m" in (ws / "MEMORY.md").read_text()
