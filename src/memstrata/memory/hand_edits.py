@@ -126,14 +126,13 @@ class HandEdits:
                 return False
             with engine.state:
                 rendered, lines = engine.store.render_lines()
-            replaced = engine.memory_md.replace(rendered)
+            # kept durably (right after the swap, before any later change), so
+            # a power cut cannot leave a file that no merge base knows
+            replaced = engine.memory_md.replace(rendered, keep_durably=True)
             if replaced.rescued is not None:
                 self.take_rescued(replaced.rescued)
             if not replaced.done or replaced.rescued is not None:
                 return engine.checkpoint()  # a save came in: the checkpoint's loop takes it
-            # kept again, durably (``replace`` kept it without an fsync): before
-            # any later change, so a power cut cannot leave a file no base knows
-            engine.memory_md.history.add(rendered, durable=True)
             known = engine.memory_md.known
             engine.rendered_lines = (known, lines) if known is not None else None
             return True

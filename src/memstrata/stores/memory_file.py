@@ -51,8 +51,9 @@ class MemoryFile:
         """The file's fingerprint and bytes; None when it does not exist."""
         return Fingerprint.read(self.volume, self.rel)
 
-    def replace(self, data: bytes) -> Replaced:
-        """Put ``data`` in place unless the file changed since it was ``known``."""
+    def replace(self, data: bytes, *, keep_durably: bool = False) -> Replaced:
+        """Put ``data`` in place unless the file changed since it was ``known``
+        (``keep_durably``: its copy in the history is fsynced too)."""
         if self.known is not None and not self.unchanged():
             return Replaced(False)
         expect = self.known.stat if self.known is not None else None
@@ -60,5 +61,5 @@ class MemoryFile:
         if swapped.done:
             assert swapped.stat is not None
             self.known = Fingerprint.of(swapped.stat, data)
-            self.history.add(data)
+            self.history.add(data, durable=keep_durably)
         return swapped
