@@ -112,7 +112,7 @@ class HandEdits:
     def render_now(self) -> bool:
         """Render MEMORY.md now without the rest of a checkpoint (the snapshot,
         the audit logs, the journal's reset): what a search that cites a fact
-        written since the last checkpoint needs, for a third of the fsyncs.
+        written since the last checkpoint needs, for half the fsyncs.
 
         The rendering is kept in the history of renderings, durably, before
         anything else changes: a MEMORY.md that is one of them reads as no edit
