@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from memstrata import Item, Source
 from memstrata.index.chunks import memory_md_lines
 from memstrata.stores import markdown
-from memstrata.stores.longterm import items_from_markdown
+from memstrata.stores.longterm import LongTermStore, items_from_markdown
 from strategies import EPOCH, item_lists
 
 
@@ -89,3 +89,15 @@ def test_render_lines_are_the_lines_a_scan_of_the_text_finds(generated: list[Ite
     assert text == markdown.render(generated)
     assert lines == memory_md_lines(text)
     assert set(lines) == {item.id for item in generated}
+
+
+@settings(max_examples=100)
+@given(item_lists)
+def test_items_already_in_order_render_as_sorted_ones(generated: list[Item]) -> None:
+    ordered = sorted(generated, key=lambda item: (item.created_at, item.id))
+    assert markdown.render_lines(ordered, in_order=True) == markdown.render_lines(generated)
+    text = markdown.render(generated)
+    for items in (generated, ordered):  # the store knows whether they are in order
+        store = LongTermStore()
+        store.reset({item.id: item for item in items}, 0)
+        assert store.render_lines() == (text.encode(), memory_md_lines(text))

@@ -12,11 +12,11 @@ Invariants:
 * RAM is the state; files are checkpoints of it. ``apply`` is the only way a
   journal record changes RAM, and applying the same record twice is harmless
   (puts carry the whole item, deletes are by id).
-* A MEMORY.md whose fingerprint differs from the one recorded at the last
-  checkpoint was edited by hand. ``store.handedit`` turns the difference
-  between the file and the content it started from into put/delete changes,
-  which the caller journals like any other write -- so a hand edit is never
-  overwritten and never applied twice.
+* A MEMORY.md whose fingerprint differs from the last checkpoint's is read
+  against the content it started from (``store.handedit``; one the engine
+  rendered between checkpoints is its own base: no change), and the
+  difference becomes put/delete changes, journaled like any other write --
+  so a hand edit is never overwritten and never applied twice.
 * **Nothing forgotten is gone at once.** An item deleted by ``forget`` or by
   hand moves to ``forgotten`` (with when and why), is kept in the snapshot
   for the retention period, and a put of the same id (``restore``) brings it
@@ -390,8 +390,7 @@ class LongTermStore:
     lsn: int = 0
     forgotten: dict[str, Forgotten] = field(default_factory=dict)
     _by_key: dict[str, str] = field(default_factory=dict)
-    # id -> (item, its snapshot row): items are immutable, so a row stays valid
-    # while the very same object is in ``items``; checkpoints re-encode only changes.
+    # id -> (item, its snapshot row), valid while that very object is in ``items``
     _rows: dict[str, tuple[Item, str]] = field(default_factory=dict)
     # Whether ``items`` iterates in (created_at, id) order; None: not checked yet.
     _in_order: bool | None = None
@@ -475,12 +474,15 @@ class LongTermStore:
             del self._by_key[old.key]
         return old
 
-    def newest(self, accept: Callable[[Item], bool], limit: int | None) -> list[Item]:
-        """Items ``accept`` takes, newest first by (created_at, id), at most ``limit``."""
+    def in_order(self) -> bool:  # whether ``items`` iterates in (created_at, id) order
         if self._in_order is None:
             order = [(item.created_at, item.id) for item in self.items.values()]
             self._in_order = all(a <= b for a, b in zip(order, order[1:], strict=False))
-        if self._in_order:
+        return self._in_order
+
+    def newest(self, accept: Callable[[Item], bool], limit: int | None) -> list[Item]:
+        """Items ``accept`` takes, newest first by (created_at, id), at most ``limit``."""
+        if self.in_order():
             found: list[Item] = []
             for item in reversed(self.items.values()):
                 if limit is not None and len(found) >= limit:
@@ -512,8 +514,8 @@ class LongTermStore:
                 return candidate
 
     def render_lines(self) -> tuple[bytes, dict[str, int]]:
-        """``render`` and each item's line in it (``markdown.render_lines``)."""
-        text, lines = markdown.render_lines(self.items.values())
+        """MEMORY.md's bytes and each item's line in it (``markdown.render_lines``)."""
+        text, lines = markdown.render_lines(self.items.values(), in_order=self.in_order())
         return text.encode(), lines
 
 

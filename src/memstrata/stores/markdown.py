@@ -93,10 +93,13 @@ def render(items: Iterable[Item]) -> str:
     return render_lines(items)[0]
 
 
-def render_lines(items: Iterable[Item]) -> tuple[str, dict[str, int]]:
+def render_lines(items: Iterable[Item], *, in_order: bool = False) -> tuple[str, dict[str, int]]:
     """``render``'s text and each item's 1-based line in it (where its ``^id``
     mark is: the line ``index.chunks.memory_md_lines`` finds), so that a search
-    right after a checkpoint need not scan the file it just wrote."""
+    right after a checkpoint need not scan the file it just wrote.
+    ``in_order``: ``items`` come in (created_at, id) order already (not sorted
+    again: a third of the time at 100k facts)."""
+    order = (lambda kept: kept) if in_order else _order
     live: dict[str, list[Item]] = {}
     archived: list[Item] = []
     for item in items:
@@ -129,12 +132,12 @@ def render_lines(items: Iterable[Item]) -> tuple[str, dict[str, int]]:
         number += 1
 
     for key in known + custom:
-        ordered = _order(live[key])
+        ordered = order(live[key])
         section(
             f"## {category_title(key)}", [f"- {item.text} ^{item.id}" for item in ordered], ordered
         )
     if archived:
-        ordered = _order(archived)
+        ordered = order(archived)
         entries = [
             f"- {_STRIKE}{item.text}{_STRIKE}{_archive_note(item)} ^{item.id}" for item in ordered
         ]
