@@ -62,7 +62,7 @@ from memstrata.embed.onnx import MiniLMEmbedder
 from memstrata.index import hybrid as hybrid_module
 from memstrata.index import lexical as lexical_module
 from memstrata.index import relevance as relevance_module
-from memstrata.index.answers import gathers
+from memstrata.index.answers import answer_type, gathers
 from memstrata.index.hybrid import Weights
 from memstrata.index.referents import refers, salient
 from memstrata.index.text import STOPWORDS, index_text
@@ -239,8 +239,10 @@ def variant_lexical_top(self, index, terms, limit, *, k1, b):  # type: ignore[no
     vec, w = STATE["vec"], STATE["weight"]
     if not (STATE.get("asking") and w and vec.startswith("qexp")):
         return _ORIGINAL_LEXICAL_TOP(self, index, terms, limit, k1=k1, b=b)
-    m = re.fullmatch(r"qexp(\d+)(c?)", vec)  # "c": only neighbours of cosine >= 0.6
+    m = re.fullmatch(r"qexp(\d+)(c?)(w?)", vec)  # "c": only neighbours of cosine >= 0.6
     assert m is not None, vec
+    if m[3] and answer_type(STATE["query"]) == 0:  # "w": not for a "when" question
+        return _ORIGINAL_LEXICAL_TOP(self, index, terms, limit, k1=k1, b=b)
     least = 0.6 if m[2] else 0.0
     extra = query_expand.expansion(STATE["query"], int(m[1]), STATE["speakers"], least)
     with self._lock:  # noqa: SLF001 - bench only
@@ -396,6 +398,9 @@ GRIDS = {
     "qexp5": (0.0, 0.1, 0.2, 0.35, 0.5),
     "qexp8": (0.0, 0.1, 0.2, 0.35),
     "qexp5c": (0.0, 0.1, 0.2, 0.35, 0.5),  # the same, neighbours of cosine >= 0.6 only
+    "qexp3w": (0.0, 0.1, 0.2, 0.35, 0.5),  # the same, not for a "when" question
+    "qexp5w": (0.0, 0.1, 0.2, 0.35, 0.5),
+    "qexp8w": (0.0, 0.1, 0.2, 0.35),
     "kind45": (0.0, 0.15, 0.3, 0.5),  # a question naming a kind raises turns of that kind
     "kind55": (0.0, 0.15, 0.3, 0.5),
     "gather_more": (0.0, 0.1, 0.2, 0.35),
