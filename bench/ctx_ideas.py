@@ -232,17 +232,17 @@ hybrid_module.stemmed = variant_stemmed
 _ORIGINAL_LEXICAL_TOP = lexical_module.Lexical.top
 
 
-def variant_lexical_top(self, index, terms, limit, *, k1, b):  # type: ignore[no-untyped-def]
+def variant_lexical_top(self, index, terms, limit, *, k1, b, **shipped):  # type: ignore[no-untyped-def]
     """``qexp<n>``: the question's words also ask for their ``n`` nearest
     words by the static table, weighted ``STATE["weight"]`` (the relevance
     floor's coverage still reads the question's own terms)."""
     vec, w = STATE["vec"], STATE["weight"]
     if not (STATE.get("asking") and w and vec.startswith("qexp")):
-        return _ORIGINAL_LEXICAL_TOP(self, index, terms, limit, k1=k1, b=b)
+        return _ORIGINAL_LEXICAL_TOP(self, index, terms, limit, k1=k1, b=b, **shipped)
     m = re.fullmatch(r"qexp(\d+)(c?)(w?)", vec)  # "c": only neighbours of cosine >= 0.6
     assert m is not None, vec
     if m[3] and answer_type(STATE["query"]) == 0:  # "w": not for a "when" question
-        return _ORIGINAL_LEXICAL_TOP(self, index, terms, limit, k1=k1, b=b)
+        return _ORIGINAL_LEXICAL_TOP(self, index, terms, limit, k1=k1, b=b, **shipped)
     least = 0.6 if m[2] else 0.0
     extra = query_expand.expansion(STATE["query"], int(m[1]), STATE["speakers"], least)
     with self._lock:  # noqa: SLF001 - bench only

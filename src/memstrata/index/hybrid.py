@@ -40,6 +40,7 @@ from ..errors import InvalidInput
 from .answers import answer_type, gathers, says
 from .chunks import Chunk
 from .dates import dates_in
+from .expand import expansion
 from .lexical import Lexical, stemmed
 from .protocol import Index
 from .relevance import RELEVANCE, Relevance, diversify, relevance
@@ -126,6 +127,9 @@ class Weights:
     # happened ("yesterday", "last week", a date); "how many/much" ones with a
     # number; "where" ones naming a place ("in Paris", "at the park").
     when: float = 0.6
+    # BM25 query expansion: a question's words also ask for their nearest words
+    # by the static table, each counting this much (``expand``; 0: off).
+    expand: float = 0.35
     # Relevance floor: a search returns nothing unless its best keyword match
     # holds ``floor_lexical`` of the query's terms (``Lexical.coverage``) or
     # its nearest vector has a cosine of ``floor_vector`` (MiniLM's scale; lower
@@ -302,15 +306,20 @@ def hybrid(
     wide = max(weights.candidates, 4 * k)
     terms = query_terms(query)
     stems = stemmed(terms)
+    names = lexical.speakers(index)
+    wider = weights.expand > 0 and answer_type(query) != 0  # not for a "when" question
+    extra = expansion(query, names) if wider else []
 
     def bm25() -> Ranked:
-        return lexical.top(index, stems, wide, k1=weights.k1, b=weights.b)
+        return lexical.top(
+            index, stems, wide, k1=weights.k1, b=weights.b, extra=extra, weight=weights.expand
+        )
 
     source = index if isinstance(index, CandidateSource) else None
     embedding = embed is not None and vectors is not None and bool(index.vectors) and weights.vector
     # What the embedder reads: the query without the speakers' names (they
     # are in every turn's "Speaker: text"; BM25 and the speaker factor read them)
-    said = without_names(query, terms, lexical.speakers(index)) if embedding else query
+    said = without_names(query, terms, names) if embedding else query
     early: Future[Ranked] | None = None
     if embedding and len(chunks) >= OVERLAP_ABOVE and not (source and source.finds(None)[0]):
         early = _in_background(bm25)  # BM25 ranks while the query is embedded

@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..context.tokens import EstimateCounter
 from ..errors import BackendUnavailable, InvalidInput
-from ..index import windows
+from ..index import expand, windows
 from ..index.chunks import Chunk, chunk_file, fact_chunks, layer_of
 from ..index.chunks import searchable_files as list_searchable
 from ..index.hybrid import Filters, Hit, Vectors, Weights, hybrid, vectors_in_ram
@@ -218,6 +218,7 @@ class Searcher:
             report = self._sync(state, progress=progress)
             if warm:
                 state.lexical.warm(state.index)
+                expand.warm()  # the static table BM25's query expansion reads
                 if state.embedder is not None and vectors_in_ram(state.index, state.embedder.dim):
                     state.vectors.warm(state.index, state.embedder.dim)
             return report
