@@ -8,13 +8,14 @@ from pathlib import Path
 import pytest
 
 from memstrata import Memory
-from memstrata.index.expand import expansion
+from memstrata.index.expand import expansion, weight_for
 from memstrata.index.hybrid import Weights
 from memstrata.index.lexical import BM25, document_terms, stemmed
 
 # Floors off: a match found only through a neighbour holds none of the
-# question's own words, so without vectors the keyword floor would refuse it.
-OPEN = Weights(floor_lexical=0.0, floor_vector=0.0, floor_lexical_alone=0.0)
+# question's own words, so without vectors the keyword floor would refuse it;
+# and MiniLM's weight given (BM25 alone has none by default).
+OPEN = Weights(floor_lexical=0.0, floor_vector=0.0, floor_lexical_alone=0.0, expand=0.35)
 
 
 def test_a_word_brings_its_nearest_words_not_its_own_stem() -> None:
@@ -59,3 +60,20 @@ def test_a_when_question_is_not_expanded(tmp_path: Path) -> None:
     with Memory.open(tmp_path / "ws", embedder="none") as memory:
         memory.remember("My brother is an artist")
         assert memory.search("When did he start painting?", k=2, weights=OPEN) == []
+
+
+def test_the_weight_is_the_embedders() -> None:
+    """Measured with MiniLM; the static table lost with it; BM25 alone unmeasured."""
+    assert weight_for("minilm") == 0.35
+    assert weight_for("static") == weight_for("none") == weight_for(object()) == 0.0
+
+
+def test_search_without_weights_takes_the_embedders(tmp_path: Path) -> None:
+    floors_off = Weights(floor_lexical=0.0, floor_vector=0.0, floor_lexical_alone=0.0)
+    with Memory.open(tmp_path / "ws", embedder="none") as memory:
+        memory.remember("My brother is an artist")
+        assert memory.search("Who likes painting?", k=2, weights=floors_off) == []
+        assert memory._search._weights(None).expand == 0.0  # noqa: SLF001
+    with Memory.open(tmp_path / "ws2", embedder="minilm") as memory:  # (nothing embedded)
+        assert memory._search._weights(None).expand == 0.35  # noqa: SLF001
+        assert memory._search._weights(Weights(expand=0.1)).expand == 0.1  # noqa: SLF001

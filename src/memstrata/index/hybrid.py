@@ -128,8 +128,9 @@ class Weights:
     # number; "where" ones naming a place ("in Paris", "at the park").
     when: float = 0.6
     # BM25 query expansion: a question's words also ask for their nearest words
-    # by the static table, each counting this much (``expand``; 0: off).
-    expand: float = 0.35
+    # by the static table, each counting this much (``index.expand``; 0: off;
+    # None: the embedder's, which ``Memory.search`` sets: MiniLM 0.35, others 0).
+    expand: float | None = None
     # Relevance floor: a search returns nothing unless its best keyword match
     # holds ``floor_lexical`` of the query's terms (``Lexical.coverage``) or
     # its nearest vector has a cosine of ``floor_vector`` (MiniLM's scale; lower
@@ -149,6 +150,8 @@ class Weights:
             raise InvalidInput("gather must be in [0, 1)")
         if self.candidates < 1:
             raise InvalidInput("candidates must be >= 1")
+        if self.expand is not None and self.expand < 0:
+            raise InvalidInput("expand must be >= 0")
 
 
 @dataclass(frozen=True, slots=True)
@@ -307,12 +310,12 @@ def hybrid(
     terms = query_terms(query)
     stems = stemmed(terms)
     names = lexical.speakers(index)
-    wider = weights.expand > 0 and answer_type(query) != 0  # not for a "when" question
+    wider = bool(weights.expand) and answer_type(query) != 0  # not for a "when" question
     extra = expansion(query, names) if wider else []
 
     def bm25() -> Ranked:
         return lexical.top(
-            index, stems, wide, k1=weights.k1, b=weights.b, extra=extra, weight=weights.expand
+            index, stems, wide, k1=weights.k1, b=weights.b, extra=extra, weight=weights.expand or 0
         )
 
     source = index if isinstance(index, CandidateSource) else None
