@@ -77,3 +77,26 @@ def test_search_without_weights_takes_the_embedders(tmp_path: Path) -> None:
     with Memory.open(tmp_path / "ws2", embedder="minilm") as memory:  # (nothing embedded)
         assert memory._search._weights(None).expand == 0.35  # noqa: SLF001
         assert memory._search._weights(Weights(expand=0.1)).expand == 0.1  # noqa: SLF001
+
+
+def test_the_shipped_list_is_what_the_table_gives() -> None:
+    """bench/build_neighbours.py wrote it from the table: a sample computed
+    again agrees, word for word (a stemmer or table change needs a rebuild)."""
+    import random
+
+    from memstrata.index import expand
+
+    shipped = expand._neighbours()
+    assert shipped is not None and len(shipped) > 20_000
+    sample = random.Random(16).sample(sorted(shipped), 150) + ["painting", "kids", "dog"]
+    assert expand.compute(sample) == {word: shipped[word] for word in sample}
+
+
+def test_a_search_looks_words_up_without_the_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    from memstrata.index import expand
+
+    def refused() -> None:
+        raise AssertionError("the table was read at search time")
+
+    monkeypatch.setattr(expand, "_Table", refused)
+    assert {"painter", "artist"} <= set(expand.expansion("Who likes painting?", frozenset()))

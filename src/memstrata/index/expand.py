@@ -4,20 +4,20 @@ vocabulary words, each counting ``Weights.expand`` of a word of the question
 (with MiniLM 0.35; other embedders 0: ``DEFAULTS``), so that "painting" also
 finds "painter", "artist" and "art", and "kids" "children".
 
-The table is the static embedder's (``embed/data/static-minilm-128.bin``:
-MiniLM distilled to one row per WordPiece token; SHA-256-pinned), read once
-per process at the first expanded search or by ``reindex(warm=True)`` (4 MB
-read, ~11 MB of float32 rows for the 21k whole words kept; ~0.3 s). A
-question's word is expanded when it is one whole token of that vocabulary
-(a rarer word is split into pieces, and BM25 already weighs it), has three
-letters or more, is not a transcript speaker's name nor written with a
-capital letter inside the question (a name's neighbours are other names).
-Its ``NEIGHBOURS`` nearest whole-word tokens by cosine (three letters or
-more, not function words, not the word's own indexed stem) are added. A
-"when" question is not expanded: its event's own words and the date factor
-find it, and LoCoMo's temporal questions lost with it. A word's neighbours
-cost one product over the 21k rows (~1-3 ms) the first time it is asked and
-a look-up after (``_nearest``, cached). If the table cannot be read, search
+The neighbours come from the static embedder's table (``embed/data/
+static-minilm-128.bin``: MiniLM distilled to one row per WordPiece token) and
+are shipped computed (``embed/data/static-minilm-128-neighbours.txt.gz``,
+built by ``bench/build_neighbours.py`` with ``compute``; a test recomputes a
+sample): a search reads that list once per process (~20 ms) and looks words
+up, instead of loading the table (0.16-0.3 s) and multiplying 21k rows for
+each new word (1-3 ms). A question's word is expanded when it is one whole
+token of that vocabulary (a rarer word is split into pieces, and BM25 already
+weighs it), has three letters or more, is not a transcript speaker's name nor
+written with a capital letter inside the question (a name's neighbours are
+other names). Its ``NEIGHBOURS`` nearest whole-word tokens by cosine (three
+letters or more, not function words, not the word's own indexed stem) are
+added. A "when" question is not expanded: its event's own words and the date
+factor find it, and LoCoMo's temporal questions lost with it. If the list cannot be read, search
 runs without expansion. On PostgreSQL it counts only when BM25 ranks in RAM.
 
 Measured leave one conversation out on LoCoMo (docs/search-history.md,
@@ -27,13 +27,14 @@ Measured leave one conversation out on LoCoMo (docs/search-history.md,
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
 import threading
-from functools import lru_cache
+from collections.abc import Iterable
+from importlib import resources
 from typing import TYPE_CHECKING
 
-from ..errors import MemstrataError
 from . import blas
 from .lexical import _term
 from .text import STOPWORDS, query_terms
@@ -41,7 +42,7 @@ from .text import STOPWORDS, query_terms
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["DEFAULTS", "NEIGHBOURS", "expansion", "warm", "weight_for"]
+__all__ = ["DEFAULTS", "NEIGHBOURS", "compute", "expansion", "parse", "warm", "weight_for"]
 
 NEIGHBOURS = 5  # nearest words added per question word
 # The weight measured for a built-in embedder (``Weights.expand`` when not
@@ -74,18 +75,33 @@ class _Table:
         self.matrix: np.ndarray = rows / np.linalg.norm(rows, axis=1, keepdims=True)
 
 
+NEIGHBOURS_FILE = "static-minilm-128-neighbours.txt.gz"
 _LOCK = threading.Lock()
-_TABLE: list[_Table | None] = []
+_LIST: list[dict[str, tuple[str, ...]] | None] = []
 
 
-def _table() -> _Table | None:
+def _neighbours() -> dict[str, tuple[str, ...]] | None:
+    """The shipped list: word -> the indexed forms of its nearest words."""
     with _LOCK:
-        if not _TABLE:
+        if not _LIST:
             try:
-                _TABLE.append(_Table())
-            except (MemstrataError, OSError, ValueError, KeyError, ImportError):
-                _TABLE.append(None)  # no table: no expansion (search runs as before)
-        return _TABLE[0]
+                data = (
+                    resources.files("memstrata") / "embed" / "data" / NEIGHBOURS_FILE
+                ).read_bytes()
+                _LIST.append(parse(gzip.decompress(data).decode("utf-8")))
+            except (OSError, ValueError, EOFError):
+                _LIST.append(None)  # no list: no expansion (search runs as before)
+        return _LIST[0]
+
+
+def parse(text: str) -> dict[str, tuple[str, ...]]:
+    """The list's lines (``word<TAB>term term ...``) as a mapping."""
+    out = {}
+    for line in text.splitlines():
+        word, _, terms = line.partition("\t")
+        if word and terms:
+            out[word] = tuple(terms.split(" "))
+    return out
 
 
 def weight_for(embedder: object) -> float:
@@ -94,26 +110,34 @@ def weight_for(embedder: object) -> float:
 
 
 def warm() -> None:
-    """Read the table now (~0.3 s once a process), not at the first search."""
-    _table()
+    """Read the list now (~20 ms once a process), not at the first search."""
+    _neighbours()
 
 
-@lru_cache(maxsize=50_000)
 def _nearest(word: str) -> tuple[str, ...]:
-    """The indexed forms of ``word``'s ``NEIGHBOURS`` nearest whole words
-    other than its own stem (none when it is not one whole word)."""
+    found = _neighbours()
+    return found.get(word, ()) if found is not None else ()
+
+
+def compute(words: Iterable[str] | None = None) -> dict[str, tuple[str, ...]]:
+    """What the shipped list holds, computed from the table (for ``words``;
+    None: every whole word): the indexed forms of each word's ``NEIGHBOURS``
+    nearest whole words by cosine, other than its own stem. Offline only."""
     import numpy as np
 
-    table = _table()
-    at = table.place.get(word) if table is not None else None
-    if table is None or at is None:
-        return ()
+    table = _Table()
+    wanted = table.words if words is None else [w for w in words if w in table.place]
+    out: dict[str, tuple[str, ...]] = {}
     with blas.limited():  # one OpenBLAS thread (see index.blas)
-        scores = table.matrix @ table.matrix[at]
-    top = np.argpartition(-scores, 4 * NEIGHBOURS)[: 4 * NEIGHBOURS]
-    own = _term(word)
-    near = [t for j in top[np.argsort(-scores[top])] if (t := _term(table.words[j])) != own]
-    return tuple(dict.fromkeys(near[:NEIGHBOURS]))  # ("painter", "painters": one term)
+        for word in wanted:
+            row = table.matrix @ table.matrix[table.place[word]]  # as measured: one word a product
+            top = np.argpartition(-row, 4 * NEIGHBOURS)[: 4 * NEIGHBOURS]
+            own = _term(word)
+            near = [t for j in top[np.argsort(-row[top])] if (t := _term(table.words[j])) != own]
+            found = tuple(dict.fromkeys(near[:NEIGHBOURS]))  # "painter(s)": one term
+            if found:
+                out[word] = found
+    return out
 
 
 def expansion(query: str, names: frozenset[str]) -> list[str]:
