@@ -219,7 +219,7 @@ class Searcher:
             if warm:
                 state.lexical.warm(state.index)
                 if expand.weight_for(self.engine.settings.embedder):
-                    expand.warm()  # the static table BM25's query expansion reads
+                    expand.warm()  # the list of nearest words BM25's query expansion reads
                 if state.embedder is not None and vectors_in_ram(state.index, state.embedder.dim):
                     state.vectors.warm(state.index, state.embedder.dim)
             return report
