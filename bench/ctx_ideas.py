@@ -51,7 +51,9 @@ from typing import Any
 
 import numpy as np
 
+import query_expand  # the BM25 query expansion of the "qexp" variants
 import query_map  # the query encoder of the "qmap" variant
+import word_types  # the kinds of the "types" BM25 variants
 from memstrata.benchmarks import locomo, locomo_cv
 from memstrata.benchmarks.locomo import DEFAULT_KS
 from memstrata.benchmarks.retrievers import record_conversation
@@ -60,7 +62,7 @@ from memstrata.embed.onnx import MiniLMEmbedder
 from memstrata.index import hybrid as hybrid_module
 from memstrata.index import lexical as lexical_module
 from memstrata.index import relevance as relevance_module
-from memstrata.index.answers import gathers
+from memstrata.index.answers import answer_type, gathers
 from memstrata.index.hybrid import Weights
 from memstrata.index.referents import refers, salient
 from memstrata.index.text import STOPWORDS, index_text
@@ -185,6 +187,9 @@ def variant_bm25_text(index: Any, cid: int, chunk: Any) -> str:
             extra += [f"{chunk.created_at.date():%B %Y}"]
         elif part == "bigram":  # adjacent content words as one more term each
             extra += _bigrams(re.findall(r"[^\W_]+", index_text(words).lower()))
+        elif kinds := re.fullmatch(r"(p?)types(\d\d)", part):  # the kinds a turn names
+            least = int(kinds[2]) / 100
+            extra += word_types.kinds(chunk.text, least, STATE["speakers"], bool(kinds[1]))
     ref = next((p for p in parts if p.startswith("ref")), "ref6")
     m = re.fullmatch(r"ref(\d+|all|none)(prev2)?(next)?(always)?", ref)
     if m is None:
@@ -224,6 +229,51 @@ def variant_stemmed(words: list[str]) -> list[str]:
 
 
 hybrid_module.stemmed = variant_stemmed
+_ORIGINAL_LEXICAL_TOP = lexical_module.Lexical.top
+
+
+def variant_lexical_top(self, index, terms, limit, *, k1, b, **shipped):  # type: ignore[no-untyped-def]
+    """``qexp<n>``: the question's words also ask for their ``n`` nearest
+    words by the static table, weighted ``STATE["weight"]`` (the relevance
+    floor's coverage still reads the question's own terms)."""
+    vec, w = STATE["vec"], STATE["weight"]
+    if not (STATE.get("asking") and w and vec.startswith("qexp")):
+        return _ORIGINAL_LEXICAL_TOP(self, index, terms, limit, k1=k1, b=b, **shipped)
+    m = re.fullmatch(r"qexp(\d+)(c?)(w?)", vec)  # "c": only neighbours of cosine >= 0.6
+    assert m is not None, vec
+    if m[3] and answer_type(STATE["query"]) == 0:  # "w": not for a "when" question
+        return _ORIGINAL_LEXICAL_TOP(self, index, terms, limit, k1=k1, b=b, **shipped)
+    least = 0.6 if m[2] else 0.0
+    extra = query_expand.expansion(STATE["query"], int(m[1]), STATE["speakers"], least)
+    with self._lock:  # noqa: SLF001 - bench only
+        with index.lock:
+            self._catch_up(index)  # noqa: SLF001
+        return query_expand.weighted_top(self._bm25, terms, extra, w, limit, k1, b)  # noqa: SLF001
+
+
+lexical_module.Lexical.top = variant_lexical_top  # type: ignore[method-assign]
+_ORIGINAL_FACTORED = hybrid_module._factored
+
+
+def variant_factored(index, query, terms, fused, k, weights, now):  # type: ignore[no-untyped-def]
+    """``kind<NN>``: a question that names a kind ("Which cities…") raises, by
+    ``1 + weight``, the turns with a word of that kind (static cosine ≥ NN/100)."""
+    vec, w = STATE["vec"], STATE["weight"]
+    if STATE.get("asking") and w and vec.startswith("kind"):
+        asked = set(word_types.asked_kinds(query))
+        if asked:
+            least = int(vec[4:]) / 100
+            chunks = index.chunks
+            fused = {
+                cid: score * (1 + w)
+                if asked & word_types.chunk_kinds((cid, vec), chunks[cid].text, least)
+                else score
+                for cid, score in fused.items()
+            }
+    return _ORIGINAL_FACTORED(index, query, terms, fused, k, weights, now)
+
+
+hybrid_module._factored = variant_factored  # type: ignore[assignment]
 relevance_module.bm25_text = variant_bm25_text  # the floor's coverage reads the same text
 
 
@@ -390,6 +440,16 @@ GRIDS = {
     "vprf": (0.0, 0.25, 0.5, 1.0),  # the first 3 hits' vectors added to the query's
     "vprf5": (0.0, 0.25, 0.5, 1.0),
     "agg_diversity": (0.0, 0.1, 0.2, 0.35, 0.5),
+    "qexp2": (0.0, 0.1, 0.2, 0.35, 0.5),  # BM25 query expansion: 2 neighbours a word, weight
+    "qexp3": (0.0, 0.1, 0.2, 0.35, 0.5),
+    "qexp5": (0.0, 0.1, 0.2, 0.35, 0.5),
+    "qexp8": (0.0, 0.1, 0.2, 0.35),
+    "qexp5c": (0.0, 0.1, 0.2, 0.35, 0.5),  # the same, neighbours of cosine >= 0.6 only
+    "qexp3w": (0.0, 0.1, 0.2, 0.35, 0.5),  # the same, not for a "when" question
+    "qexp5w": (0.0, 0.1, 0.2, 0.35, 0.5),
+    "qexp8w": (0.0, 0.1, 0.2, 0.35),
+    "kind45": (0.0, 0.15, 0.3, 0.5),  # a question naming a kind raises turns of that kind
+    "kind55": (0.0, 0.15, 0.3, 0.5),
     "gather_more": (0.0, 0.1, 0.2, 0.35),
     "agg_session": (0.0, 0.25, 0.5, 0.75, 1.0),
     "neighbours_down": (0.0, 0.1, 0.2, 0.3),
@@ -618,6 +678,9 @@ def main() -> None:
     parser.add_argument("--bm25", nargs="+", default=["shipped"])
     parser.add_argument("--search", nargs="+", default=["none"])
     parser.add_argument("--family", action="append", default=[], help="name=bm25a,bm25b,...")
+    parser.add_argument(
+        "--join", action="append", default=[], help="name=searchA,searchB: one family of all grids"
+    )
     parser.add_argument("--cache", type=Path, default=Path("/tmp/ctxrecall-embeddings.pkl"))
     parser.add_argument("--qstrip", type=int, default=0, help="a query mode for every variant")
     parser.add_argument("--turn-text", action="store_true", help="vectors without 'Speaker: '")
@@ -663,6 +726,10 @@ def main() -> None:
     for spec in args.family:
         name, _, members = spec.partition("=")
         families[name] = [(m, "none", 0.0) for m in members.split(",")]
+    for spec in args.join:  # the weights of several search variants as one family
+        name, _, members = spec.partition("=")
+        joined = [(args.bm25[0], v, w) for v in members.split(",") for w in GRIDS[v] if w]
+        families[name] = [(args.bm25[0], "none", 0.0), *joined]
     for name, keys in families.items():
         result = nested(table, keys)
         report["families"][name] = result

@@ -40,6 +40,7 @@ from ..errors import InvalidInput
 from .answers import answer_type, gathers, says
 from .chunks import Chunk
 from .dates import dates_in
+from .expand import expansion
 from .lexical import Lexical, stemmed
 from .protocol import Index
 from .relevance import RELEVANCE, Relevance, diversify, relevance
@@ -126,6 +127,10 @@ class Weights:
     # happened ("yesterday", "last week", a date); "how many/much" ones with a
     # number; "where" ones naming a place ("in Paris", "at the park").
     when: float = 0.6
+    # BM25 query expansion: a question's words also ask for their nearest words
+    # by the static table, each counting this much (``index.expand``; 0: off;
+    # None: the embedder's, which ``Memory.search`` sets: MiniLM 0.35, others 0).
+    expand: float | None = None
     # Relevance floor: a search returns nothing unless its best keyword match
     # holds ``floor_lexical`` of the query's terms (``Lexical.coverage``) or
     # its nearest vector has a cosine of ``floor_vector`` (MiniLM's scale; lower
@@ -145,6 +150,8 @@ class Weights:
             raise InvalidInput("gather must be in [0, 1)")
         if self.candidates < 1:
             raise InvalidInput("candidates must be >= 1")
+        if self.expand is not None and self.expand < 0:
+            raise InvalidInput("expand must be >= 0")
 
 
 @dataclass(frozen=True, slots=True)
@@ -302,15 +309,20 @@ def hybrid(
     wide = max(weights.candidates, 4 * k)
     terms = query_terms(query)
     stems = stemmed(terms)
+    names = lexical.speakers(index)
+    wider = bool(weights.expand) and answer_type(query) != 0  # not for a "when" question
+    extra = expansion(query, names) if wider else []
 
     def bm25() -> Ranked:
-        return lexical.top(index, stems, wide, k1=weights.k1, b=weights.b)
+        return lexical.top(
+            index, stems, wide, k1=weights.k1, b=weights.b, extra=extra, weight=weights.expand or 0
+        )
 
     source = index if isinstance(index, CandidateSource) else None
     embedding = embed is not None and vectors is not None and bool(index.vectors) and weights.vector
     # What the embedder reads: the query without the speakers' names (they
     # are in every turn's "Speaker: text"; BM25 and the speaker factor read them)
-    said = without_names(query, terms, lexical.speakers(index)) if embedding else query
+    said = without_names(query, terms, names) if embedding else query
     early: Future[Ranked] | None = None
     if embedding and len(chunks) >= OVERLAP_ABOVE and not (source and source.finds(None)[0]):
         early = _in_background(bm25)  # BM25 ranks while the query is embedded

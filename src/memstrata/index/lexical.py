@@ -43,6 +43,7 @@ import re
 import threading
 import unicodedata
 from array import array
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -194,15 +195,28 @@ class BM25:
             for tid in self._terms_of[row]:
                 self._best_rows.pop(tid, None)  # its best rows may hold this one
 
-    def top(self, terms: list[str], limit: int, *, k1: float, b: float) -> list[tuple[int, float]]:
+    def top(
+        self,
+        terms: list[str],
+        limit: int,
+        *,
+        k1: float,
+        b: float,
+        extra: Sequence[str] = (),
+        weight: float = 0.0,
+    ) -> list[tuple[int, float]]:
         """The ``limit`` best keys for the indexed ``terms`` (``stemmed``,
         ``query_tokens``) with their BM25 scores (saturation ``k1``, length
-        normalisation ``b``), best first; ties: the smaller key first."""
+        normalisation ``b``), best first; ties: the smaller key first. Each of
+        the ``extra`` terms (``expand.expansion``) counts ``weight`` of one."""
         if not terms or not self._row_of or limit <= 0:
             return []
+        asked = [(t, 1.0) for t in terms]
+        if weight > 0:
+            asked += [(t, weight) for t in extra]
         if self.cap is not None:
-            return self._top_capped(terms, limit, k1, b, self.cap)
-        return self._top(terms, limit, k1, b)
+            return self._top_capped(asked, limit, k1, b, self.cap)
+        return self._top(asked, limit, k1, b)
 
     def coverage(self, terms: list[str], held: set[str], background: int) -> float:
         """The share of the distinct query ``terms`` a document holding ``held``
@@ -221,7 +235,9 @@ class BM25:
     def _idf(self, df: int) -> float:
         return math.log(1.0 + (self.live - df + 0.5) / (df + 0.5))
 
-    def _top(self, terms: list[str], limit: int, k1: float, b: float) -> list[tuple[int, float]]:
+    def _top(
+        self, terms: list[tuple[str, float]], limit: int, k1: float, b: float
+    ) -> list[tuple[int, float]]:
         import numpy as np
 
         count = len(self._ids)
@@ -232,7 +248,7 @@ class BM25:
         scores = self._scores[:count]
         scores.fill(0.0)
         touched = 0
-        for term in terms:
+        for term, scale in terms:
             tid = self._vocab.get(term)
             if tid is None:
                 continue
@@ -240,7 +256,8 @@ class BM25:
             freqs = np.frombuffer(self._freqs[tid], dtype=np.float32)
             df = len(rows)
             norm = k1 * (1.0 - b + b * lengths[rows] / average)
-            scores[rows] += np.float32(self._idf(df) * (k1 + 1.0)) * freqs / (freqs + norm)
+            idf = scale * self._idf(df)
+            scores[rows] += np.float32(idf * (k1 + 1.0)) * freqs / (freqs + norm)
             touched += df
         if not touched:
             return []
@@ -295,13 +312,13 @@ class BM25:
         return result
 
     def _top_capped(
-        self, terms: list[str], limit: int, k1: float, b: float, cap: int
+        self, terms: list[tuple[str, float]], limit: int, k1: float, b: float, cap: int
     ) -> list[tuple[int, float]]:
         import numpy as np
 
         average = max(self._total / self.live, 1.0)
         rows_of, weights_of = [], []
-        for term in terms:
+        for term, scale in terms:
             tid = self._vocab.get(term)
             if tid is None:
                 continue
@@ -311,7 +328,7 @@ class BM25:
                 continue
             at = np.searchsorted(all_rows, rows)  # a term's rows are in ascending order
             freqs = np.frombuffer(self._freqs[tid], dtype=np.float32)[at]
-            idf = self._idf(len(all_rows))
+            idf = scale * self._idf(len(all_rows))
             rows_of.append(rows)
             weights_of.append(self._weights(rows, freqs, k1, b, average) * np.float32(idf))
         if not rows_of:
@@ -344,15 +361,23 @@ class Lexical:
         return self._bm25._ids  # noqa: SLF001 - the rows, dead ones included (tests)
 
     def top(
-        self, index: Index, terms: list[str], limit: int, *, k1: float, b: float
+        self,
+        index: Index,
+        terms: list[str],
+        limit: int,
+        *,
+        k1: float,
+        b: float,
+        extra: Sequence[str] = (),
+        weight: float = 0.0,
     ) -> list[tuple[int, float]]:
         """The ``limit`` best chunk ids for the indexed ``terms`` (``stemmed``,
         ``query_tokens``) with their BM25 scores (saturation ``k1``, length
-        normalisation ``b``), best first."""
+        normalisation ``b``), best first; ``extra`` / ``weight``: ``BM25.top``."""
         with self._lock:
             with index.lock:  # writers hold it: the mirror holds still while we read it
                 self._catch_up(index)
-            return self._bm25.top(terms, limit, k1=k1, b=b)
+            return self._bm25.top(terms, limit, k1=k1, b=b, extra=extra, weight=weight)
 
     def speakers(self, index: Index) -> frozenset[str]:
         """The speakers' names of ``index``'s transcript turns (their titles,

@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..context.tokens import EstimateCounter
 from ..errors import BackendUnavailable, InvalidInput
-from ..index import windows
+from ..index import expand, windows
 from ..index.chunks import Chunk, chunk_file, fact_chunks, layer_of
 from ..index.chunks import searchable_files as list_searchable
 from ..index.hybrid import Filters, Hit, Vectors, Weights, hybrid, vectors_in_ram
@@ -191,7 +191,7 @@ class Searcher:
                     embed=embed,
                     vectors=state.vectors,
                     lexical=state.lexical,
-                    weights=weights or Weights(),
+                    weights=self._weights(weights),
                     now=now(),
                     line_of=state.fact_lines.lines_of(self.engine),
                     why=why,
@@ -218,6 +218,8 @@ class Searcher:
             report = self._sync(state, progress=progress)
             if warm:
                 state.lexical.warm(state.index)
+                if expand.weight_for(self.engine.settings.embedder):
+                    expand.warm()  # the list of nearest words BM25's query expansion reads
                 if state.embedder is not None and vectors_in_ram(state.index, state.embedder.dim):
                     state.vectors.warm(state.index, state.embedder.dim)
             return report
@@ -516,6 +518,14 @@ class Searcher:
             if progress is not None:
                 progress("vectors", done, len(todo))
         return len(index.vectors)
+
+    def _weights(self, weights: Weights | None) -> Weights:
+        """``weights`` (or the defaults) with BM25's query expansion the
+        embedder's when not given (``index.expand.weight_for``)."""
+        weights = weights or Weights()
+        if weights.expand is not None:
+            return weights
+        return replace(weights, expand=expand.weight_for(self.engine.settings.embedder))
 
     def _window_weight(self) -> float:
         """The weight of a transcript turn's window in its vector (``index.windows``)."""
