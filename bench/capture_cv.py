@@ -7,7 +7,8 @@ remember). Two cross-validations, each fold training the scorer with
 
 * **by author**: hold out ``blind``, ``template``, ``hand``, ``probe``, ``fresh``,
   ``paraphrase``, ``recheck``, ``recheck2``, ``native``, ``native2``, ``native3``,
-  ``native4``, ``native5``, ``native6``, ``native7``, ``template2`` or ``template3``; train on
+  ``native4``, ``native5``, ``native6``, ``native7``, ``native8``,
+  ``template2`` or ``template3``; train on
   the rest (``original`` included). ``original`` — the messages the rules
   were written from — is never a test group. The per-language table pools
   the held-out folds: every message is predicted by a model that never saw

@@ -349,6 +349,7 @@ GROWN = [
     ("native5", "native5"),
     ("native6", "native6"),
     ("native7", "native7"),
+    ("native8", "native8"),
     ("generated2", "template2"),
     ("generated3", "template3"),
 ]
