@@ -378,15 +378,7 @@ def patched_nearest(index, vectors, query, wide, accept, layers=None):  # type: 
         if len(windows["owner"]):
             np.maximum.at(best, windows["owner"], windows["sentences"] @ q)
         score = (1 - w) * base + w * best
-        order = np.argsort(-score)
-        out = []
-        for i in order:
-            if score[i] <= 0 or len(out) >= wide:
-                break
-            cid = windows["cids"][i]
-            if accept(index.chunks[cid]):
-                out.append((cid, float(score[i])))
-        return out
+        return _ranked(index, windows["cids"], score, wide, accept)
     if windows is None or not w or not vec.startswith("ctx"):
         return _ORIGINAL_NEAREST(index, vectors, query, wide, accept, layers)
     q = np.asarray(query, dtype=np.float32)
@@ -407,12 +399,17 @@ def patched_nearest(index, vectors, query, wide, accept, layers=None):  # type: 
         score = np.maximum(t, w * s)
     else:
         raise SystemExit(f"unknown vector variant {vec!r}")
-    order = np.argsort(-score)
+    return _ranked(index, windows["cids"], score, wide, accept)
+
+
+def _ranked(index, cids, score, wide, accept):  # type: ignore[no-untyped-def]
+    """The ``wide`` best of ``cids`` by ``score`` that ``accept`` takes (a
+    score <= 0 being no likeness)."""
     out = []
-    for i in order:
+    for i in np.argsort(-score):
         if score[i] <= 0 or len(out) >= wide:
             break
-        cid = windows["cids"][i]
+        cid = cids[i]
         if accept(index.chunks[cid]):
             out.append((cid, float(score[i])))
     return out
