@@ -151,9 +151,11 @@ def test_citing_a_fresh_fact_renders_memory_md_without_a_checkpoint(ws: Path) ->
     with Memory.open(ws, embedder="none") as memory:
         memory.remember("The staging database listens on port 5433")
         memory.flush()
-        memory.remember("The okapi enclosure opens at nine")
+        memory.remember("The okapi enclosure opens at nine", sync=False)
+        assert memory.status().unsynced == 1
         assert memory.search("okapi enclosure", k=1)[0].line_start > 0
         assert memory.status().journal_records == 1  # rendered, not checkpointed
+        assert memory.status().unsynced == 0  # what MEMORY.md shows is durable
         with Memory.open(ws, embedder="none") as other:
             assert not other.notices, other.notices
             other.flush()

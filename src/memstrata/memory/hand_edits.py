@@ -124,6 +124,8 @@ class HandEdits:
         with engine.transaction("render MEMORY.md", catch_up=True):
             if self.take_in(wait=False) is None:
                 return False
+            if engine.journal.unsynced:  # what the file shows is durable (as after a flush)
+                engine.journal.sync()
             with engine.state:
                 rendered, lines = engine.store.render_lines()
             # kept durably (right after the swap, before any later change), so
