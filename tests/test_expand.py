@@ -81,7 +81,9 @@ def test_search_without_weights_takes_the_embedders(tmp_path: Path) -> None:
 
 def test_the_shipped_list_is_what_the_table_gives() -> None:
     """bench/build_neighbours.py wrote it from the table: a sample computed
-    again agrees, word for word (a stemmer or table change needs a rebuild)."""
+    again agrees (a stemmer or table change needs a rebuild). Here it agrees
+    word for word; another CPU's float sums may swap two near-tied
+    neighbours, so a few words may differ, not more."""
     import random
 
     from memstrata.index import expand
@@ -89,7 +91,10 @@ def test_the_shipped_list_is_what_the_table_gives() -> None:
     shipped = expand._neighbours()
     assert shipped is not None and len(shipped) > 20_000
     sample = random.Random(16).sample(sorted(shipped), 150) + ["painting", "kids", "dog"]
-    assert expand.compute(sample) == {word: shipped[word] for word in sample}
+    computed = expand.compute(sample)
+    differ = [word for word in sample if computed.get(word) != shipped[word]]
+    assert len(differ) <= 3, differ
+    assert all(computed[word] == shipped[word] for word in ("painting", "kids", "dog"))
 
 
 def test_a_search_looks_words_up_without_the_table(monkeypatch: pytest.MonkeyPatch) -> None:
