@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import MutableMapping
+from functools import lru_cache
 
 __all__ = ["answer_type", "gathers", "says"]
 
@@ -42,6 +43,7 @@ _GATHERS = re.compile(
 )
 
 
+@lru_cache(maxsize=256)  # a search asks it twice (expansion, factors), ``why`` once more
 def answer_type(query: str) -> int | None:
     """What a chunk that answers ``query`` is likely to hold, by its question
     word: a place in ``_ANSWERS``."""

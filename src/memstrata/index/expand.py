@@ -8,7 +8,7 @@ The neighbours come from the static embedder's table (``embed/data/
 static-minilm-128.bin``: MiniLM distilled to one row per WordPiece token) and
 are shipped computed (``embed/data/static-minilm-128-neighbours.txt.gz``,
 built by ``bench/build_neighbours.py`` with ``compute``; a test recomputes a
-sample): a search reads that list once per process (~20 ms) and looks words
+sample): a search reads that list once per process (~23 ms) and looks words
 up, instead of loading the table (0.16-0.3 s) and multiplying 21k rows for
 each new word (1-3 ms). A question's word is expanded when it is one whole
 token of that vocabulary (a rarer word is split into pieces, and BM25 already
@@ -30,8 +30,8 @@ from __future__ import annotations
 import gzip
 import json
 import re
-import threading
 from collections.abc import Iterable
+from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING
 
@@ -76,22 +76,17 @@ class _Table:
 
 
 NEIGHBOURS_FILE = "static-minilm-128-neighbours.txt.gz"
-_LOCK = threading.Lock()
-_LIST: list[dict[str, tuple[str, ...]] | None] = []
 
 
+@cache  # (two threads at once may both read it: the same list, no harm)
 def _neighbours() -> dict[str, tuple[str, ...]] | None:
-    """The shipped list: word -> the indexed forms of its nearest words."""
-    with _LOCK:
-        if not _LIST:
-            try:
-                data = (
-                    resources.files("memstrata") / "embed" / "data" / NEIGHBOURS_FILE
-                ).read_bytes()
-                _LIST.append(parse(gzip.decompress(data).decode("utf-8")))
-            except (OSError, ValueError, EOFError):
-                _LIST.append(None)  # no list: no expansion (search runs as before)
-        return _LIST[0]
+    """The shipped list: word -> the indexed forms of its nearest words (None:
+    unreadable; no expansion then, search runs as before)."""
+    try:
+        data = (resources.files("memstrata") / "embed" / "data" / NEIGHBOURS_FILE).read_bytes()
+        return parse(gzip.decompress(data).decode("utf-8"))
+    except (OSError, ValueError, EOFError):
+        return None
 
 
 def parse(text: str) -> dict[str, tuple[str, ...]]:
@@ -110,7 +105,7 @@ def weight_for(embedder: object) -> float:
 
 
 def warm() -> None:
-    """Read the list now (~20 ms once a process), not at the first search."""
+    """Read the list now (~23 ms once a process), not at the first search."""
     _neighbours()
 
 

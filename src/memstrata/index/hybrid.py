@@ -309,8 +309,9 @@ def hybrid(
     wide = max(weights.candidates, 4 * k)
     terms = query_terms(query)
     stems = stemmed(terms)
-    names = lexical.speakers(index)
+    embedding = embed is not None and vectors is not None and bool(index.vectors) and weights.vector
     wider = bool(weights.expand) and answer_type(query) != 0  # not for a "when" question
+    names = lexical.speakers(index) if embedding or wider else frozenset()
     extra = expansion(query, names) if wider else []
 
     def bm25() -> Ranked:
@@ -319,7 +320,6 @@ def hybrid(
         )
 
     source = index if isinstance(index, CandidateSource) else None
-    embedding = embed is not None and vectors is not None and bool(index.vectors) and weights.vector
     # What the embedder reads: the query without the speakers' names (they
     # are in every turn's "Speaker: text"; BM25 and the speaker factor read them)
     said = without_names(query, terms, names) if embedding else query

@@ -1,8 +1,8 @@
 """Where a search cites a fact: its line in MEMORY.md on disk (a part of
 ``Searcher``). The file's lines are read again only when its size or mtime
 changed, and looked at once a search, not once a hit; the lines of the file
-the engine's last checkpoint wrote come with it (``Engine.rendered_lines``),
-not from reading it again. A fact written since
+the engine last rendered come with it (``MemoryFile.lines``), not from
+reading it again. A fact written since
 the last checkpoint is on no line yet: MEMORY.md is then rendered
 (``HandEdits.render_now``, once for all such facts, without the rest of a
 checkpoint) so that it is cited at the line it has, not ``[0, 0]``."""
@@ -53,9 +53,9 @@ class FactLines:
         info = volume.stat("MEMORY.md")
         if info is None:
             return {}
-        rendered = engine.rendered_lines
+        rendered = engine.memory_md.lines
         if self._key != info and rendered is not None and rendered[0].stat == info:
-            self._key, self._lines = info, rendered[1]  # the file the last checkpoint wrote
+            self._key, self._lines = info, rendered[1]  # the file the engine last rendered
         if self._key != info:
             data = volume.read("MEMORY.md")
             if data is None:

@@ -95,8 +95,6 @@ _OPEN: weakref.WeakSet[Engine] = weakref.WeakSet()
 # new generation: its readers then compare the whole store once).
 FACT_LOG_LIMIT = 100_000
 MAX_NOTICES = 200  # status().notices keeps the newest this many
-# Renderings a checkpoint tries while MEMORY.md keeps changing under it.
-_REPLACE_TRIES = 4
 
 
 class Engine:
@@ -146,9 +144,6 @@ class Engine:
             )
         self.journal: Log = journal
         self.memory_md = MemoryFile(self.volume)
-        # Each item's line in the MEMORY.md the last checkpoint wrote, with the
-        # fingerprint of that file: citations read them instead of the file.
-        self.rendered_lines: tuple[Fingerprint, dict[str, int]] | None = None
         self.hand_edits = HandEdits(self)  # saves of MEMORY.md taken in as proposals
         self._header_seen: dict[str, Any] | None = None  # journal header already taken in
         self.notice_log: list[str] = []
@@ -473,20 +468,7 @@ class Engine:
         ws = self.workspace
         if self.settings.max_items and len(self.store.items) > self.settings.max_items * 1.1:
             self.compact_locked(self.settings.max_items)
-        for _ in range(_REPLACE_TRIES):
-            if self.hand_edits.take_in(wait=False) is None:
-                return self._defer_checkpoint()
-            with self.state:
-                rendered, lines = self.store.render_lines()
-            replaced = self.memory_md.replace(rendered)
-            if replaced.rescued is not None:
-                self.hand_edits.take_rescued(replaced.rescued)
-                continue  # render again with the rescued save in
-            if replaced.done:
-                known = self.memory_md.known
-                self.rendered_lines = (known, lines) if known is not None else None
-                break
-        else:
+        if not self.hand_edits.put_rendering():
             return self._defer_checkpoint()
         self.journal.sync()
         for problem in self.journal.take_corrupt():

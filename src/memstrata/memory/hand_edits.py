@@ -37,6 +37,8 @@ __all__ = ["HandEdits"]
 
 # Hand-edit changes per journal record (a huge edit is several records).
 _CHANGES_PER_RECORD = 1000
+# Renderings put in place while MEMORY.md keeps changing under them.
+_REPLACE_TRIES = 4
 # How long open waits for a MEMORY.md save that looks in progress.
 _OPEN_SETTLE_WAIT = 3.0
 
@@ -122,27 +124,33 @@ class HandEdits:
         """
         engine = self.engine
         with engine.transaction("render MEMORY.md", catch_up=True):
-            if self.take_in(wait=False) is None:
-                return False
             if engine.journal.unsynced:  # what the file shows is durable (as after a flush)
                 engine.journal.sync()
-            with engine.state:
-                rendered, lines = engine.store.render_lines()
-            # kept durably (right after the swap, before any later change), so
-            # a power cut cannot leave a file that no merge base knows
-            replaced = engine.memory_md.replace(rendered, keep_durably=True)
-            if replaced.rescued is not None:
-                self.take_rescued(replaced.rescued)
-            if not replaced.done or replaced.rescued is not None:
-                return engine.checkpoint()  # a save came in: the checkpoint's loop takes it
-            known = engine.memory_md.known
-            engine.rendered_lines = (known, lines) if known is not None else None
-            return True
+            return self.put_rendering(keep_durably=True)
 
-    def take_rescued(self, rescued: bytes) -> None:
-        """Take in a save an editor made while MEMORY.md was replaced."""
-        self.engine.notice("an editor saved MEMORY.md while it was rewritten: the save is taken in")
-        self.propose(rescued, None)
+    def put_rendering(self, *, keep_durably: bool = False) -> bool:
+        """Render MEMORY.md from the store and put it in place (lock held),
+        taking in first a save a person made, and one the swap hands back
+        (then rendering again). False when a save looks in progress or the
+        file kept changing. ``keep_durably``: the rendering's copy in the
+        history is fsynced right after the swap, before any later change (a
+        power cut then cannot leave a file that no merge base knows)."""
+        memory_md = self.engine.memory_md
+        for _ in range(_REPLACE_TRIES):
+            if self.take_in(wait=False) is None:
+                return False
+            with self.engine.state:
+                rendered, lines = self.engine.store.render_lines()
+            replaced = memory_md.replace(rendered, lines, keep_durably=keep_durably)
+            if replaced.rescued is not None:
+                self.engine.notice(
+                    "an editor saved MEMORY.md while it was rewritten: the save is taken in"
+                )
+                self.propose(replaced.rescued, None)
+                continue  # render again with the rescued save in
+            if replaced.done:
+                return True
+        return False
 
     def too_long(self, line: markdown.MemoryLine) -> bool:
         """Set a MEMORY.md line over the fact length limit aside (True if it was)."""

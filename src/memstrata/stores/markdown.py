@@ -110,26 +110,16 @@ def render_lines(items: Iterable[Item], *, in_order: bool = False) -> tuple[str,
     known = [key for key in CATEGORY_TITLES if key in live]
     custom = sorted(key for key in live if key not in CATEGORY_TITLES)
     out = [TITLE, "", GUIDE, ""]
-    number = sum(part.count("\n") for part in out) + len(out) + 1  # the next line's
+    number = "\n".join(out).count("\n") + 2  # the next line's
     lines: dict[str, int] = {}
 
     def section(title: str, entries: list[str], ordered: list[Item]) -> None:
+        # an item's text is one line (``clean_text``), so each entry is one line
         nonlocal number
-        out.append(title)
-        number += 1 + title.count("\n")
-        block = "\n".join(entries)
-        if block.count("\n") == len(entries) - 1:  # one line each (in C: 100k facts)
-            ids = [item.id for item in ordered]
-            lines.update(zip(ids, range(number, number + len(ids)), strict=True))
-            number += len(entries)
-        else:
-            for entry, item in zip(entries, ordered, strict=True):
-                number += entry.count("\n")  # the mark is on the entry's last line
-                lines[item.id] = number
-                number += 1
-        out.append(block)
-        out.append("")
-        number += 1
+        out.extend([title, *entries, ""])
+        ids = [item.id for item in ordered]
+        lines.update(zip(ids, range(number + 1, number + 1 + len(ids)), strict=True))
+        number += len(entries) + 2
 
     for key in known + custom:
         ordered = order(live[key])

@@ -37,6 +37,9 @@ class MemoryFile:
         self.rel = rel
         self.history = RenderHistory(volume, ".memstrata/rendered/")
         self.known: Fingerprint | None = None
+        # Each item's line in the last rendering put in place, with that file's
+        # fingerprint: citations read them instead of the file.
+        self.lines: tuple[Fingerprint, dict[str, int]] | None = None
 
     def unchanged(self) -> bool:
         """Whether the file still holds the content the engine last saw."""
@@ -51,9 +54,12 @@ class MemoryFile:
         """The file's fingerprint and bytes; None when it does not exist."""
         return Fingerprint.read(self.volume, self.rel)
 
-    def replace(self, data: bytes, *, keep_durably: bool = False) -> Replaced:
+    def replace(
+        self, data: bytes, lines: dict[str, int] | None = None, *, keep_durably: bool = False
+    ) -> Replaced:
         """Put ``data`` in place unless the file changed since it was ``known``
-        (``keep_durably``: its copy in the history is fsynced too)."""
+        (``lines``: each item's line in it, kept as ``lines``; ``keep_durably``:
+        its copy in the history is fsynced too)."""
         if self.known is not None and not self.unchanged():
             return Replaced(False)
         expect = self.known.stat if self.known is not None else None
@@ -61,5 +67,6 @@ class MemoryFile:
         if swapped.done:
             assert swapped.stat is not None
             self.known = Fingerprint.of(swapped.stat, data)
+            self.lines = (self.known, lines) if lines is not None else None
             self.history.add(data, durable=keep_durably)
         return swapped
